@@ -1,0 +1,38 @@
+/** Settings, read once from the environment (decisions D8). */
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  adminKey: string | undefined;
+  redisUrl: string | undefined;
+  readLimitPerMin: number;
+  writeLimitPerMin: number;
+  demo: boolean;
+  statementTimeoutMs: number;
+  logLevel: string;
+}
+
+function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+  return value;
+}
+
+export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    port: intSetting(env, 'PORT', 8080),
+    host: env.HOST || '127.0.0.1',
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: env.PDS_DATA_DIR || './.pds-data',
+    adminKey: env.PDS_ADMIN_KEY || undefined,
+    redisUrl: env.REDIS_URL || undefined,
+    readLimitPerMin: intSetting(env, 'PDS_READ_LIMIT_PER_MIN', 600),
+    writeLimitPerMin: intSetting(env, 'PDS_WRITE_LIMIT_PER_MIN', 60),
+    demo: env.PDS_DEMO !== '0',
+    statementTimeoutMs: intSetting(env, 'PDS_STATEMENT_TIMEOUT_MS', 5000),
+    logLevel: env.LOG_LEVEL || 'info',
+  };
+}

@@ -1,0 +1,257 @@
+/**
+ * A deterministic demo data set for every resource: one consortium of three universities plus
+ * an independent college, with students spread over the consortium. The same seed and size
+ * always give the same ids and values (ids and choices are hashes of the seed and a row number).
+ * Built set-based in SQL, so 100,000 students load in seconds.
+ */
+import type { Queryable } from './store.ts';
+import { type IssuedToken, issueToken } from '../domain/tokens.ts';
+
+export const DEMO_DEFAULTS = { students: 300, seed: 42 } as const;
+export const DEMO_MAX_STUDENTS = 200_000;
+
+/** A deterministic uuid and a deterministic integer in [0, 2^28) from a text key. */
+const uuidOf = (key: string) => `md5($1::text || ':' || ${key})::uuid`;
+const pick = (key: string) => `(('x' || substr(md5($1::text || ':' || ${key}), 1, 7))::bit(28)::integer)`;
+
+const FIRST_NAMES = ['Ava', 'Liam', 'Noah', 'Emma', 'Olivia', 'Mateo', 'Amara', 'Kenji', 'Priya', 'Sofia', 'Lucas', 'Zara',
+  'Ethan', 'Maya', 'Omar', 'Chloe', 'Ivan', 'Leila', 'Diego', 'Hana', 'Samuel', 'Aisha', 'Felix', 'Nora', 'Ravi', 'Elena'];
+const LAST_NAMES = ['Smith', 'Nguyen', 'Garcia', 'Okafor', 'Muller', 'Rossi', 'Kim', 'Patel', 'Johansson', 'Silva', 'Haddad',
+  'Kowalski', 'Tanaka', 'Brown', 'Dubois', 'Novak', 'Mensah', 'Costa', 'Ahmed', 'Walsh', 'Ivanova', 'Moreau', 'Lopez', 'Chen'];
+const PROGRAMS = [['Computer Science', 'BSc'], ['Business Administration', 'MBA'], ['Mechanical Engineering', 'BEng'],
+  ['Data Science', 'MSc'], ['Nursing', 'BSN'], ['Economics', 'BA'], ['Psychology', 'BA'], ['Public Health', 'MPH']];
+const SKILLS = ['Python', 'SQL', 'Excel', 'Project management', 'Public speaking', 'React', 'Statistics', 'CAD', 'Research',
+  'Negotiation', 'Customer service', 'Java', 'Tableau', 'Clinical practice', 'Copywriting', 'Machine learning'];
+const INDUSTRIES = ['Software', 'Finance', 'Healthcare', 'Manufacturing', 'Consulting', 'Education', 'Retail', 'Energy'];
+const SENTENCES = [
+  'Led a cross-functional team of five to deliver a customer analytics dashboard two weeks ahead of schedule.',
+  'Designed and ran A/B experiments that lifted sign-up conversion by 12 percent across three markets.',
+  'Automated the monthly reporting pipeline with Python and SQL, cutting preparation time from two days to one hour.',
+  'Mentored first-year students in the peer tutoring programme and organised weekly study sessions.',
+  'Presented research findings on supply-chain resilience at the regional undergraduate conference.',
+  'Coordinated volunteer schedules for a community health fair serving more than 400 residents.',
+  'Built a prototype mobile application for campus event discovery used by 1,200 students in its first term.',
+  'Analysed clinical placement data to identify scheduling bottlenecks and proposed a revised rota.',
+];
+
+const arr = (values: readonly string[]) => `ARRAY[${values.map((v) => `'${v.replace(/'/g, "''")}'`).join(',')}]`;
+const pickFrom = (values: readonly string[], key: string) => `(${arr(values)})[1 + ${pick(key)} % ${values.length}]`;
+/** Roughly `sentences` sentences of résumé-like prose. */
+const prose = (key: string, sentences: number) =>
+  `(select string_agg(${pickFrom(SENTENCES, `${key} || ':' || k`)}, ' ') from generate_series(1, ${sentences}) k)`;
+
+export interface DemoUniversity {
+  id: string;
+  name: string;
+  short_name: string;
+  read_token: string;
+  write_token: string;
+}
+
+export interface DemoResult {
+  seed: number;
+  students: number;
+  consortium: { id: string; name: string; read_token: string };
+  universities: DemoUniversity[];
+}
+
+const UNIVERSITIES = [
+  { key: 'u1', name: 'Northfield University', short: 'northfield', country: 'GB', timezone: 'Europe/London', member: true },
+  { key: 'u2', name: 'Riverside Institute of Technology', short: 'riverside', country: 'US', timezone: 'America/Chicago', member: true },
+  { key: 'u3', name: 'Hillcrest College', short: 'hillcrest', country: 'IE', timezone: 'Europe/Dublin', member: true },
+  { key: 'u4', name: 'Lakeside School of Design', short: 'lakeside', country: 'CA', timezone: 'America/Toronto', member: false },
+] as const;
+const MEMBERS = UNIVERSITIES.filter((u) => u.member).length;
+const COHORTS_PER_UNIVERSITY = 8;
+const INDEPENDENT_STUDENTS = 40;
+
+export async function demoExists(tx: Queryable, seed: number = DEMO_DEFAULTS.seed): Promise<boolean> {
+  const rows = await tx.query(`select 1 from consortia where id = ${uuidOf(`'consortium'`)}`, [String(seed)]);
+  return rows.length > 0;
+}
+
+/** Fresh tokens for the demo's first university, for a restart that prints how to call the service. */
+export async function issueDemoStartTokens(tx: Queryable, seed: number = DEMO_DEFAULTS.seed): Promise<DemoUniversity> {
+  const [row] = await tx.query<{ id: string; name: string; short_name: string }>(
+    `select id, name, short_name from universities where id = ${uuidOf(`'u1'`)}`, [String(seed)]);
+  await tx.query(`update tokens set revoked_at = now() where label = 'demo start' and revoked_at is null`);
+  const read = await issueToken(tx, { universityId: row.id, canWrite: false, label: 'demo start' });
+  const write = await issueToken(tx, { universityId: row.id, canWrite: true, label: 'demo start' });
+  return { ...row, read_token: read.token, write_token: write.token };
+}
+
+export async function loadDemo(tx: Queryable, options: { students?: number; seed?: number } = {}): Promise<DemoResult> {
+  const students = options.students ?? DEMO_DEFAULTS.students;
+  const seed = options.seed ?? DEMO_DEFAULTS.seed;
+  // $1 is the seed and $2 the size; a statement is sent only the parameters it names.
+  const run = (text: string) => tx.query(text, text.includes('$2') ? [String(seed), String(students)] : [String(seed)]);
+
+  await run(`insert into consortia (id, name) values (${uuidOf(`'consortium'`)}, 'Northern Universities Consortium')`);
+  for (const u of UNIVERSITIES) {
+    await run(`insert into universities (id, name, short_name, consortium_id, country, timezone)
+      values (${uuidOf(`'${u.key}'`)}, '${u.name}', '${u.short}', ${u.member ? uuidOf(`'consortium'`) : 'null'}, '${u.country}', '${u.timezone}')`);
+  }
+  // Universities are numbered 0..3 in the order above; u(n) is the id of number n.
+  const u = (n: string) => `md5($1::text || ':u' || ((${n}) + 1))::uuid`;
+  const short = (n: string) => `(${arr(UNIVERSITIES.map((x) => x.short))})[(${n}) + 1]`;
+  const universities = `generate_series(0, ${UNIVERSITIES.length - 1}) un`;
+
+  await run(`insert into campuses (id, university_id, name, city, country)
+    select ${uuidOf(`'campus:' || un || ':' || c`)}, ${u('un')}, (ARRAY['Main Campus','City Campus'])[c],
+      (ARRAY['Northfield','Riverside','Hillcrest','Lakeside'])[un + 1], (ARRAY['GB','US','IE','CA'])[un + 1]
+    from ${universities}, generate_series(1, 2) c`);
+  await run(`insert into resume_templates (id, university_id, name)
+    select ${uuidOf(`'template:' || un || ':' || t`)}, ${u('un')}, (ARRAY['Classic','Modern','Academic CV'])[t]
+    from ${universities}, generate_series(1, 3) t`);
+  // Cohorts: intakes from 2019 to 2026, so the older ones have ended and their students are alumni.
+  await run(`insert into cohorts (id, university_id, name, display_name, program, degree, start_date, end_date,
+      intake_year, intake_term, campus_id, study_mode, resume_template_names)
+    select ${uuidOf(`'cohort:' || un || ':' || c`)}, ${u('un')},
+      lower(replace(pr.program, ' ', '-')) || '-' || (2018 + c), pr.program || ' ' || (2018 + c) || ' intake',
+      pr.program, pr.degree, make_date(2018 + c, 9, 1), make_date(2018 + c + pr.years, 6, 30),
+      2018 + c, 'Fall', ${uuidOf(`'campus:' || un || ':' || (1 + c % 2)`)},
+      (ARRAY['full_time','part_time','online','hybrid'])[1 + c % 4], ARRAY['Classic','Modern']
+    from ${universities}, generate_series(1, ${COHORTS_PER_UNIVERSITY}) c,
+      lateral (select (${arr(PROGRAMS.map((x) => x[0]))})[1 + (un * 3 + c) % ${PROGRAMS.length}] as program,
+                      (${arr(PROGRAMS.map((x) => x[1]))})[1 + (un * 3 + c) % ${PROGRAMS.length}] as degree,
+                      case when c % 3 = 0 then 2 else 3 end as years) pr`);
+
+  // Students 1..N over the consortium's members; INDEPENDENT_STUDENTS more at the independent college.
+  const studentRows = `(select i, case when i > $2::int then ${MEMBERS} else (i - 1) % ${MEMBERS} end as un
+      from generate_series(1, $2::int + ${INDEPENDENT_STUDENTS}) i) st`;
+  const student = (i: string) => uuidOf(`'student:' || ${i}`);
+  const first = pickFrom(FIRST_NAMES, `'first:' || i`);
+  const last = pickFrom(LAST_NAMES, `'last:' || i`);
+  await run(`insert into accounts (id, kind, university_id, email)
+    select ${student('i')}, 'student', ${u('un')},
+      lower(${first} || '.' || ${last} || '.' || i || '@' || ${short('un')} || '-' || $1::text || '.example.edu')
+    from ${studentRows}`);
+  await run(`insert into students (id, university_id, cohort_id, email, first_name, last_name, external_id, phone,
+      graduation_date, is_alumni, account_status, created_at, updated_at)
+    select s.id, s.university_id, s.cohort_id, a.email, s.first_name, s.last_name, s.external_id, s.phone,
+      s.graduation_date, coalesce(s.graduation_date, c.end_date) < current_date, s.account_status, s.created_at, s.created_at
+    from (select ${student('i')} as id, ${u('un')} as university_id,
+            ${uuidOf(`'cohort:' || un || ':' || (1 + ${pick(`'cohort:' || i`)} % ${COHORTS_PER_UNIVERSITY})`)} as cohort_id,
+            ${first} as first_name, ${last} as last_name,
+            upper(${short('un')}) || '-' || lpad(i::text, 7, '0') as external_id,
+            case when ${pick(`'phone:' || i`)} % 4 = 0 then null else '+44' || (7000000000 + ${pick(`'phone:' || i`)} % 999999999) end as phone,
+            case when ${pick(`'grad:' || i`)} % 3 = 0 then null
+                 else make_date(2021 + ${pick(`'grad:' || i`)} % 5, 6, 20) end as graduation_date,
+            case when ${pick(`'claim:' || i`)} % 10 < 3 then 'claimed' else 'invited' end as account_status,
+            timestamptz '2024-01-01 00:00:00+00' + (i || ' minutes')::interval as created_at
+          from ${studentRows}) s
+    join accounts a on a.id = s.id
+    join cohorts c on c.id = s.cohort_id`);
+  await run(`insert into alumni_flag_history (university_id, student_id, is_alumni, reason, created_at)
+    select university_id, id, is_alumni, 'cohort_enrolment', created_at from students
+    where university_id in (select id from universities where id in (${UNIVERSITIES.map((x) => uuidOf(`'${x.key}'`)).join(', ')}))`);
+  await run(`insert into accounts (id, kind, university_id, email)
+    select ${uuidOf(`'staff:' || un || ':' || k`)}, 'staff', ${u('un')},
+      'advisor' || k || '@' || ${short('un')} || '-' || $1::text || '.example.edu'
+    from ${universities}, generate_series(1, 5) k
+    union all
+    select ${uuidOf(`'selfserve:' || k`)}, 'self_serve', null, 'jobseeker' || k || '@mail-' || $1::text || '.example.com'
+    from generate_series(1, 5) k`);
+
+  await run(`insert into advisor_students (id, university_id, student_id, advisor_id, advisor_email, advisor_name, co_advisor_ids, assigned_at)
+    select ${uuidOf(`'advising:' || i`)}, ${u('un')}, ${student('i')}, ${uuidOf(`'staff:' || un || ':' || (1 + i % 5)`)},
+      'advisor' || (1 + i % 5) || '@' || ${short('un')} || '-' || $1::text || '.example.edu',
+      ${pickFrom(FIRST_NAMES, `'advisor:' || (1 + i % 5)`)} || ' ' || ${pickFrom(LAST_NAMES, `'advisor-last:' || (1 + i % 5)`)},
+      case when i % 4 = 0 then ARRAY[${uuidOf(`'staff:' || un || ':' || (1 + (i + 1) % 5)`)}] else '{}'::uuid[] end,
+      timestamptz '2024-02-01 00:00:00+00' + (i || ' minutes')::interval
+    from ${studentRows} where i % 2 = 1`);
+  // Résumés of 2–4 KB for every other student, like real ones.
+  await run(`insert into resumes (id, university_id, student_id, title, template_name, content, is_primary, created_at, updated_at)
+    select ${uuidOf(`'resume:' || i`)}, ${u('un')}, ${student('i')},
+      ${first} || ' ' || ${last} || ' — résumé', (ARRAY['Classic','Modern','Academic CV'])[1 + i % 3],
+      upper(${first} || ' ' || ${last}) || E'\\n\\nEXPERIENCE\\n' || ${prose(`'resume:' || i`, 22)}
+        || E'\\n\\nPROJECTS\\n' || ${prose(`'project:' || i`, 10)} || E'\\n\\nSKILLS\\n'
+        || array_to_string(ARRAY[${pickFrom(SKILLS, `'s1:' || i`)}, ${pickFrom(SKILLS, `'s2:' || i`)}, ${pickFrom(SKILLS, `'s3:' || i`)}], ', '),
+      true, timestamptz '2024-03-01 00:00:00+00' + (i || ' minutes')::interval,
+      timestamptz '2024-03-01 00:00:00+00' + (i || ' minutes')::interval
+    from ${studentRows} where i % 2 = 0`);
+  await run(`insert into student_profiles (id, university_id, student_id, headline, summary, skills, sections, visibility, updated_at)
+    select ${uuidOf(`'profile:' || i`)}, ${u('un')}, ${student('i')},
+      'Aspiring ' || lower(${pickFrom(INDUSTRIES, `'industry:' || i`)}) || ' professional',
+      ${prose(`'summary:' || i`, 2)},
+      ARRAY[${pickFrom(SKILLS, `'s1:' || i`)}, ${pickFrom(SKILLS, `'s2:' || i`)}],
+      jsonb_build_array(
+        jsonb_build_object('type', 'experience', 'title', 'Experience', 'items',
+          (select jsonb_agg(jsonb_build_object('role', 'Intern', 'organisation', ${pickFrom(INDUSTRIES, `'org:' || i || ':' || k`)} || ' Ltd',
+             'description', ${pickFrom(SENTENCES, `'exp:' || i || ':' || k`)})) from generate_series(1, 3) k)),
+        jsonb_build_object('type', 'education', 'title', 'Education', 'items',
+          jsonb_build_array(jsonb_build_object('institution', ${short('un')}, 'award', 'Degree'))),
+        jsonb_build_object('type', 'interests', 'title', 'Interests', 'items', jsonb_build_array('Hiking', 'Chess', 'Volunteering'))),
+      (ARRAY['university','employers','private'])[1 + i % 3],
+      timestamptz '2024-04-01 00:00:00+00' + (i || ' minutes')::interval
+    from ${studentRows} where i % 2 = 1`);
+  await run(`insert into onboarding (id, university_id, student_id, status, steps_completed, steps_total, completed_at, updated_at)
+    select ${uuidOf(`'onboarding:' || i`)}, ${u('un')}, ${student('i')},
+      (ARRAY['not_started','in_progress','completed'])[1 + ${pick(`'onb:' || i`)} % 3],
+      (ARRAY[0, 3, 6])[1 + ${pick(`'onb:' || i`)} % 3], 6,
+      case when ${pick(`'onb:' || i`)} % 3 = 2 then timestamptz '2024-05-01 00:00:00+00' + (i || ' minutes')::interval end,
+      timestamptz '2024-05-01 00:00:00+00' + (i || ' minutes')::interval
+    from ${studentRows}`);
+  await run(`insert into student_engagement (id, university_id, student_id, last_active_at, logins_30d, applications_total,
+      events_attended_total, appointments_total, resume_count, profile_completeness, updated_at)
+    select ${uuidOf(`'engagement:' || i`)}, ${u('un')}, ${student('i')},
+      timestamptz '2026-10-01 00:00:00+00' + ((${pick(`'active:' || i`)} % 50000) || ' minutes')::interval,
+      ${pick(`'logins:' || i`)} % 30, ${pick(`'apps:' || i`)} % 25, ${pick(`'events:' || i`)} % 12,
+      ${pick(`'appts:' || i`)} % 8, case when i % 2 = 0 then 1 else 0 end, ${pick(`'complete:' || i`)} % 101,
+      timestamptz '2026-11-01 00:00:00+00'
+    from ${studentRows}`);
+  await run(`insert into student_engagement_monthly (id, university_id, student_id, month, logins, applications, events_attended, appointments)
+    select ${uuidOf(`'monthly:' || i || ':' || m`)}, ${u('un')}, ${student('i')}, make_date(2026, m, 1),
+      ${pick(`'ml:' || i || ':' || m`)} % 20, ${pick(`'ma:' || i || ':' || m`)} % 6,
+      ${pick(`'me:' || i || ':' || m`)} % 4, ${pick(`'mp:' || i || ':' || m`)} % 3
+    from ${studentRows}, generate_series(8, 10) m`);
+  await run(`insert into alumni (id, university_id, first_name, last_name, email, graduation_year, degree, employer, job_title,
+      city, linkedin_url, open_to_mentoring, updated_at)
+    select ${uuidOf(`'alumnus:' || un || ':' || k`)}, ${u('un')}, ${pickFrom(FIRST_NAMES, `'af:' || un || ':' || k`)},
+      ${pickFrom(LAST_NAMES, `'al:' || un || ':' || k`)},
+      'alumnus' || k || '@' || ${short('un')} || '-' || $1::text || '.example.org', 2005 + ${pick(`'ay:' || un || ':' || k`)} % 20,
+      ${pickFrom(PROGRAMS.map((x) => `${x[1]} ${x[0]}`), `'ad:' || un || ':' || k`)},
+      ${pickFrom(INDUSTRIES, `'ae:' || un || ':' || k`)} || ' Group', (ARRAY['Analyst','Engineer','Manager','Consultant','Director'])[1 + k % 5],
+      (ARRAY['London','Chicago','Dublin','Toronto','Berlin'])[1 + k % 5],
+      'https://www.linkedin.com/in/alumnus-' || un || '-' || k, k % 3 = 0, timestamptz '2025-01-01 00:00:00+00'
+    from ${universities}, generate_series(1, greatest(10, $2::int / 20)) k`);
+  await run(`insert into companies (id, university_id, name, industry, website, size_band, city, country, created_at)
+    select ${uuidOf(`'company:' || un || ':' || k`)}, ${u('un')},
+      ${pickFrom(LAST_NAMES, `'cn:' || un || ':' || k`)} || ' ' || ${pickFrom(INDUSTRIES, `'ci:' || un || ':' || k`)} || ' ' || k,
+      ${pickFrom(INDUSTRIES, `'ci:' || un || ':' || k`)}, 'https://company' || k || '.example.com',
+      (ARRAY['1-10','11-50','51-200','201-1000','1000+'])[1 + k % 5], (ARRAY['London','Chicago','Dublin','Toronto'])[un + 1],
+      (ARRAY['GB','US','IE','CA'])[un + 1], timestamptz '2024-01-15 00:00:00+00'
+    from ${universities}, generate_series(1, 20) k`);
+  await run(`insert into jobs (id, university_id, company_id, title, description, location, employment_type, remote,
+      salary_min, salary_max, posted_at, expires_at)
+    select ${uuidOf(`'job:' || un || ':' || k`)}, ${u('un')}, ${uuidOf(`'company:' || un || ':' || (1 + k % 20)`)},
+      (ARRAY['Graduate Analyst','Junior Developer','Marketing Assistant','Research Intern','Staff Nurse','Data Engineer'])[1 + k % 6],
+      ${prose(`'job:' || un || ':' || k`, 10)}, (ARRAY['London','Chicago','Dublin','Toronto'])[un + 1],
+      (ARRAY['full_time','part_time','internship','contract'])[1 + k % 4], k % 3 = 0,
+      25000 + (${pick(`'sal:' || un || ':' || k`)} % 20) * 1000, 45000 + (${pick(`'sal:' || un || ':' || k`)} % 20) * 1500,
+      timestamptz '2026-09-01 00:00:00+00' + (k || ' hours')::interval, timestamptz '2027-01-31 00:00:00+00'
+    from ${universities}, generate_series(1, 50) k`);
+  await run(`insert into events (id, university_id, campus_id, title, kind, starts_at, ends_at, location, capacity,
+      registrations_count, created_at)
+    select ${uuidOf(`'event:' || un || ':' || k`)}, ${u('un')}, ${uuidOf(`'campus:' || un || ':' || (1 + k % 2)`)},
+      (ARRAY['Careers Fair','CV Clinic','Employer Talk','Mock Interviews','Alumni Networking Evening'])[1 + k % 5],
+      (ARRAY['fair','workshop','talk','workshop','networking'])[1 + k % 5],
+      timestamptz '2026-09-15 17:00:00+00' + (k * 3 || ' days')::interval,
+      timestamptz '2026-09-15 19:00:00+00' + (k * 3 || ' days')::interval,
+      (ARRAY['Great Hall','Room 101','Online','Library Atrium'])[1 + k % 4], 50 + (k % 5) * 50,
+      ${pick(`'reg:' || un || ':' || k`)} % 50, timestamptz '2026-08-01 00:00:00+00'
+    from ${universities}, generate_series(1, 30) k`);
+  await tx.exec('analyze');
+
+  const [consortium] = await tx.query<{ id: string; name: string }>(`select id, name from consortia where id = ${uuidOf(`'consortium'`)}`, [String(seed)]);
+  const tokens: DemoUniversity[] = [];
+  for (const x of UNIVERSITIES) {
+    const [row] = await tx.query<{ id: string; name: string; short_name: string }>(
+      `select id, name, short_name from universities where id = ${uuidOf(`'${x.key}'`)}`, [String(seed)]);
+    const read: IssuedToken = await issueToken(tx, { universityId: row.id, canWrite: false, label: 'demo read' });
+    const write = await issueToken(tx, { universityId: row.id, canWrite: true, label: 'demo write' });
+    tokens.push({ ...row, read_token: read.token, write_token: write.token });
+  }
+  const consortiumToken = await issueToken(tx, { consortiumId: consortium.id, label: 'demo consortium' });
+  return { seed, students, consortium: { ...consortium, read_token: consortiumToken.token }, universities: tokens };
+}

@@ -1,0 +1,27 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import type { Store } from './store.ts';
+
+const migrationsDir = fileURLToPath(new URL('./migrations/', import.meta.url));
+/** Any constant works; it only has to be the same for every instance. */
+const MIGRATION_LOCK_KEY = '7263519041';
+
+/**
+ * Applies the pending `.sql` files in name order, in one transaction under an advisory lock,
+ * so two instances starting together never apply a file twice or see a half-applied schema.
+ */
+export async function migrate(store: Store): Promise<string[]> {
+  const files = (await readdir(migrationsDir)).filter((f) => f.endsWith('.sql')).sort();
+  return store.transaction(async (tx) => {
+    await tx.query('select pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
+    await tx.exec(`create table if not exists pds_migrations (
+      name text primary key, applied_at timestamptz not null default now())`);
+    const applied = new Set((await tx.query<{ name: string }>('select name from pds_migrations')).map((r) => r.name));
+    const pending = files.filter((f) => !applied.has(f));
+    for (const file of pending) {
+      await tx.exec(await readFile(migrationsDir + file, 'utf8'));
+      await tx.query('insert into pds_migrations (name) values ($1)', [file]);
+    }
+    return pending;
+  });
+}

@@ -1,0 +1,41 @@
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { type Queryable, type Store, transactionPreamble } from './store.ts';
+
+/**
+ * PGlite is one session: its `transaction` holds that session exclusively, and statements
+ * issued outside a transaction wait for it. Per-request state therefore lives only in
+ * transaction-local settings.
+ */
+function queryableOf(db: PGlite | Transaction): Queryable {
+  return {
+    async query<T>(text: string, params: readonly (string | null)[] = []) {
+      return (await db.query<T>(text, params as (string | null)[])).rows;
+    },
+    async exec(text: string) {
+      await db.exec(text);
+    },
+  };
+}
+
+export async function openPgliteStore(dataDir?: string, loadDataDir?: Blob): Promise<Store & { dump(): Promise<Blob> }> {
+  const db = await PGlite.create({ dataDir, loadDataDir });
+  const base = queryableOf(db);
+  return {
+    backend: 'pglite',
+    query: base.query,
+    exec: base.exec,
+    async transaction(fn, options = {}) {
+      return db.transaction(async (tx) => {
+        const preamble = transactionPreamble(options);
+        if (preamble) await tx.exec(`set transaction ${preamble}`);
+        return fn(queryableOf(tx));
+      });
+    },
+    async close() {
+      if (!db.closed) await db.close();
+    },
+    async dump() {
+      return (await db.dumpDataDir('gzip')) as Blob;
+    },
+  };
+}

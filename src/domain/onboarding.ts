@@ -1,0 +1,82 @@
+/**
+ * What the operator creates when onboarding a university (decisions D7). Each function is one
+ * statement; constraint violations surface as database errors the HTTP layer maps to 4xx.
+ */
+import { arrayLiteral } from '../db/array-literal.ts';
+import type { Queryable } from '../db/store.ts';
+import { ApiError } from '../errors.ts';
+
+async function insertOne<T>(tx: Queryable, text: string, params: (string | null)[]): Promise<T> {
+  const [row] = await tx.query<T>(text, params);
+  return row;
+}
+
+const TIMESTAMPS = `to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at`;
+
+export function createConsortium(tx: Queryable, input: { name: string }) {
+  return insertOne(tx, `insert into consortia (name) values ($1) returning id, name, ${TIMESTAMPS}`, [input.name]);
+}
+
+export function createUniversity(tx: Queryable, input: { name: string; short_name?: string | null; consortium_id?: string | null; country?: string | null; timezone?: string | null }) {
+  return insertOne(tx,
+    `insert into universities (name, short_name, consortium_id, country, timezone) values ($1, $2, $3, $4, $5)
+     returning id, name, short_name, consortium_id, country, timezone, ${TIMESTAMPS}`,
+    [input.name, input.short_name ?? null, input.consortium_id ?? null, input.country ?? null, input.timezone ?? null]);
+}
+
+export function createCampus(tx: Queryable, input: { university_id: string; name: string; city?: string | null; country?: string | null }) {
+  return insertOne(tx,
+    `insert into campuses (university_id, name, city, country) values ($1, $2, $3, $4)
+     returning id, university_id, name, city, country, ${TIMESTAMPS}`,
+    [input.university_id, input.name, input.city ?? null, input.country ?? null]);
+}
+
+export function createResumeTemplate(tx: Queryable, input: { university_id: string; name: string }) {
+  return insertOne(tx,
+    `insert into resume_templates (university_id, name) values ($1, $2) returning id, university_id, name, ${TIMESTAMPS}`,
+    [input.university_id, input.name]);
+}
+
+/** Accounts that are not students: staff of a university, or self-serve users without one. */
+export async function createAccount(tx: Queryable, input: { email: string; kind: 'staff' | 'self_serve'; university_id?: string | null }) {
+  const email = input.email.trim().toLowerCase();
+  const [taken] = await tx.query('select 1 from accounts where email = $1 union all select 1 from secondary_emails where email = $1', [email]);
+  if (taken) throw new ApiError(409, 'EMAIL_TAKEN', 'An account already holds that address.');
+  return insertOne(tx,
+    `insert into accounts (email, kind, university_id) values ($1, $2, $3) returning id, email, kind, university_id, ${TIMESTAMPS}`,
+    [email, input.kind, input.university_id ?? null]);
+}
+
+export interface AppCohortInput {
+  university_id: string;
+  name: string;
+  display_name: string;
+  program: string;
+  degree: string;
+  start_date: string;
+  end_date: string;
+  intake_year: number;
+  intake_term: string;
+  campus_name?: string | null;
+  study_mode?: string | null;
+  resume_template_names?: string[];
+}
+
+/** The app's own cohort create: no name-uniqueness check, which is how duplicate names exist. */
+export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
+  let campusId: string | null = null;
+  if (input.campus_name) {
+    const [campus] = await tx.query<{ id: string }>('select id from campuses where university_id = $1 and name = $2 limit 1',
+      [input.university_id, input.campus_name]);
+    if (!campus) throw new ApiError(400, 'CAMPUS_NOT_FOUND', `No campus named "${input.campus_name}" at the university.`);
+    campusId = campus.id;
+  }
+  return insertOne(tx,
+    `insert into cohorts (university_id, name, display_name, program, degree, start_date, end_date, intake_year,
+       intake_term, campus_id, study_mode, resume_template_names)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text[])
+     returning id, university_id, name, display_name, program, degree, start_date::text, end_date::text, intake_year,
+       intake_term, campus_id, study_mode, resume_template_names, ${TIMESTAMPS}`,
+    [input.university_id, input.name, input.display_name, input.program, input.degree, input.start_date, input.end_date,
+      String(input.intake_year), input.intake_term, campusId, input.study_mode ?? null, arrayLiteral(input.resume_template_names ?? [])]);
+}

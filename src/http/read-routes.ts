@@ -1,0 +1,111 @@
+/**
+ * GET/HEAD /v1/<resource> for the 14 resources: parse → plan → SQL → PostgreSQL's JSON out.
+ * The query string is parsed from the raw URL by src/query/parse.ts, not by Fastify, because
+ * PostgREST's grammar decides how keys repeat and how `+` and escapes decode.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Database } from '../db/database.ts';
+import { ApiError } from '../errors.ts';
+import { parseReadRequest } from '../query/parse.ts';
+import { planRead } from '../query/plan.ts';
+import { runRead } from '../query/run.ts';
+import { type Resource, resources, writableResources } from '../resources/registry.ts';
+import { errorResponse, rowSchema } from './openapi.ts';
+import type { RateLimitHooks } from './rate-limits.ts';
+
+const READ_METHODS = 'GET, HEAD';
+const WRITE_METHODS = 'GET, HEAD, POST, PUT, PATCH';
+
+function readSchema(resource: Resource) {
+  const filterParameters = Object.fromEntries(resource.columns.map((c) => [c.name, {
+    type: 'string',
+    description: `Filter on ${c.name}: <operator>.<value>, e.g. eq.x, in.(a,b), is.null, not.eq.x.`,
+  }]));
+  return {
+    tags: ['read'],
+    summary: `List ${resource.name}`,
+    description: `${resource.description} PostgREST query language: every operator, or/and trees, select, order, limit/offset, Range and Prefer: count.`,
+    querystring: {
+      type: 'object',
+      properties: {
+        select: { type: 'string', description: 'Columns to return, e.g. id,email or alias:column.' },
+        order: { type: 'string', description: 'e.g. last_name.asc,id.desc.nullslast' },
+        limit: { type: 'string', description: 'At most 10000; larger values are cut to 10000.' },
+        offset: { type: 'string' },
+        or: { type: 'string', description: 'e.g. (email.eq.a@x.edu,last_name.ilike.*son*)' },
+        and: { type: 'string' },
+        ...filterParameters,
+      },
+    },
+    headers: {
+      type: 'object',
+      properties: {
+        range: { type: 'string', description: 'first-last, an alternative to limit and offset.' },
+        prefer: { type: 'string', description: 'count=exact, count=planned or count=estimated.' },
+      },
+    },
+    response: {
+      200: { description: 'Rows of the resource.', type: 'array', items: rowSchema(resource) },
+      206: { description: 'A partial page; Content-Range carries the total.', type: 'array', items: rowSchema(resource) },
+      400: errorResponse('Query-language error (PGRST100 parse error, 42703 unknown column, 22P02 bad value, …).'),
+      401: errorResponse('Missing, unknown, revoked or expired token.'),
+      416: errorResponse('Range not satisfiable (PGRST103).'),
+      429: errorResponse('Rate limited; retry after the Retry-After seconds.'),
+    },
+  };
+}
+
+/** The raw query string, undecoded. */
+function rawQueryString(request: FastifyRequest): string {
+  const url = request.raw.url ?? '';
+  const at = url.indexOf('?');
+  return at < 0 ? '' : url.slice(at + 1);
+}
+
+function readHandler(db: Database, resource: Resource) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const head = request.method === 'HEAD';
+    const syntax = parseReadRequest({
+      queryString: rawQueryString(request),
+      rangeHeader: request.headers.range,
+      preferHeader: request.headers.prefer,
+      method: head ? 'HEAD' : 'GET',
+    });
+    const plan = planRead(resource, syntax);
+    const response = await runRead(db, request.principal, plan, head,
+      (error) => request.log.error({ err: error }, 'streaming a page failed'));
+    reply.code(response.status).headers(response.headers);
+    return reply.send(head ? undefined : response.body);
+  };
+}
+
+function methodNotAllowed(allow: string) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    reply.header('allow', allow);
+    throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed here.`, null, `Allowed: ${allow}.`);
+  };
+}
+
+export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks }): void {
+  for (const resource of resources) {
+    const url = `/v1/${resource.name}`;
+    app.get(url, {
+      schema: readSchema(resource),
+      // Validation is the query parser's job; the schema documents the parameters.
+      validatorCompiler: () => () => true,
+      preHandler: deps.limits.read,
+    }, readHandler(deps.db, resource));
+    const writable = writableResources.has(resource.name);
+    app.route({
+      method: writable ? ['DELETE'] : ['POST', 'PUT', 'PATCH', 'DELETE'],
+      url,
+      schema: { hide: true },
+      handler: methodNotAllowed(writable ? WRITE_METHODS : READ_METHODS),
+    });
+  }
+  app.all('/v1/:resource', { schema: { hide: true } }, async (request) => {
+    const { resource } = request.params as { resource: string };
+    throw new ApiError(404, 'PGRST205', `Could not find the resource '${resource}'`, null,
+      `The resources are: ${resources.map((r) => r.name).join(', ')}.`);
+  });
+}

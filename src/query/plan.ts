@@ -1,0 +1,134 @@
+/**
+ * Plan: syntax tree + registry → typed plan. Every name is resolved to a registry column here,
+ * so the SQL builder only ever writes identifiers the registry holds. Also settles the page to
+ * read from `limit`, `offset` and the Range header, as PostgREST does.
+ */
+import { ApiError } from '../errors.ts';
+import { type Column, MAX_ROWS_PER_RESPONSE, type Resource } from '../resources/registry.ts';
+import { notEmbedded, tooComplex } from './parse.ts';
+import type { Condition, CountPreference, FieldRef, JsonStep, Operation, ReadSyntax } from './syntax.ts';
+
+export interface PlannedField {
+  readonly column: Column;
+  readonly jsonPath: readonly JsonStep[];
+}
+
+export type PlannedCondition =
+  | { readonly kind: 'filter'; readonly field: PlannedField; readonly negated: boolean; readonly operation: Operation }
+  | { readonly kind: 'tree'; readonly op: 'and' | 'or'; readonly negated: boolean; readonly children: readonly PlannedCondition[] };
+
+export interface OutputColumn {
+  readonly key: string;
+  readonly field: PlannedField;
+  /** SQL type name from the cast allow-list. */
+  readonly cast: string | null;
+}
+
+export interface PlannedOrder {
+  readonly field: PlannedField;
+  readonly direction: 'asc' | 'desc' | null;
+  readonly nulls: 'first' | 'last' | null;
+}
+
+export interface ReadPlan {
+  readonly resource: Resource;
+  readonly output: readonly OutputColumn[];
+  readonly conditions: readonly PlannedCondition[];
+  readonly order: readonly PlannedOrder[];
+  /** Rows to skip and rows to return at most; `limit` is already capped. */
+  readonly page: { readonly offset: number; readonly limit: number };
+  readonly count: CountPreference | null;
+  readonly preferenceApplied: readonly string[];
+}
+
+/** The types a `select` cast may name, and the SQL each stands for. */
+const CAST_TYPES: Readonly<Record<string, string>> = {
+  text: 'text', varchar: 'varchar', int: 'integer', int2: 'smallint', int4: 'integer', int8: 'bigint',
+  integer: 'integer', smallint: 'smallint', bigint: 'bigint', numeric: 'numeric', real: 'real', float4: 'real',
+  float8: 'double precision', 'double precision': 'double precision', bool: 'boolean', boolean: 'boolean',
+  date: 'date', time: 'time', timestamp: 'timestamp', timestamptz: 'timestamptz', uuid: 'uuid', json: 'json',
+  jsonb: 'jsonb', _text: 'text[]', _int4: 'integer[]', _uuid: 'uuid[]',
+};
+
+/** json_build_object takes at most 100 arguments: 50 key/value pairs. */
+const MAX_OUTPUT_COLUMNS = 50;
+
+export function rangeError(details: string): ApiError {
+  return new ApiError(416, 'PGRST103', 'Requested range not satisfiable', details);
+}
+
+function resolveField(resource: Resource, field: FieldRef): PlannedField {
+  const column = resource.columnsByName.get(field.name);
+  if (!column) {
+    throw new ApiError(400, '42703', `column ${resource.name}.${field.name} does not exist`, null,
+      `The columns of ${resource.name} are: ${resource.columns.map((c) => c.name).join(', ')}.`);
+  }
+  return { column, jsonPath: field.jsonPath };
+}
+
+function planCondition(resource: Resource, condition: Condition): PlannedCondition {
+  if (condition.kind === 'tree') {
+    return { ...condition, children: condition.children.map((c) => planCondition(resource, c)) };
+  }
+  return { kind: 'filter', field: resolveField(resource, condition.field), negated: condition.negated, operation: condition.operation };
+}
+
+function outputKey(field: FieldRef): string {
+  const last = field.jsonPath[field.jsonPath.length - 1];
+  return last && !last.isIndex ? last.key : field.name;
+}
+
+function planOutput(resource: Resource, syntax: ReadSyntax): OutputColumn[] {
+  const output: OutputColumn[] = [];
+  for (const item of syntax.select) {
+    if (item.kind === 'star') {
+      for (const column of resource.columns) output.push({ key: column.name, field: { column, jsonPath: [] }, cast: null });
+      continue;
+    }
+    let cast: string | null = null;
+    if (item.cast !== null) {
+      cast = CAST_TYPES[item.cast.toLowerCase()] ?? null;
+      if (cast === null) {
+        throw new ApiError(400, '42704', `type "${item.cast}" does not exist`, null,
+          `A select cast may name: ${Object.keys(CAST_TYPES).join(', ')}.`);
+      }
+    }
+    output.push({ key: item.alias ?? outputKey(item.field), field: resolveField(resource, item.field), cast });
+  }
+  if (output.length > MAX_OUTPUT_COLUMNS) throw tooComplex(`select yields more than ${MAX_OUTPUT_COLUMNS} columns`);
+  return output;
+}
+
+/** PostgREST's range arithmetic: the query-string range intersected with the Range header. */
+export function planPage(syntax: Pick<ReadSyntax, 'limit' | 'offset' | 'rangeHeader'>): ReadPlan['page'] {
+  const header = syntax.rangeHeader;
+  if (header && header.last !== null && header.first > header.last) {
+    throw rangeError('The lower boundary must be lower than or equal to the upper boundary in the Range header.');
+  }
+  if (syntax.limit !== null && syntax.limit < 0) throw rangeError('Limit should be greater than or equal to zero.');
+  if (syntax.limit === 0) return { offset: 0, limit: 0 };
+  const offset = Math.max(0, syntax.offset ?? 0);
+  const upperFromQuery = syntax.limit === null ? Infinity : offset + syntax.limit - 1;
+  const lower = Math.max(offset, header?.first ?? 0);
+  const upper = Math.min(upperFromQuery, header?.last ?? Infinity);
+  if (lower > upper) {
+    throw rangeError(header
+      ? 'The lower boundary must be lower than or equal to the upper boundary in the Range header.'
+      : 'Limit should be greater than or equal to zero.');
+  }
+  return { offset: lower, limit: Math.min(upper - lower + 1, MAX_ROWS_PER_RESPONSE) };
+}
+
+export function planRead(resource: Resource, syntax: ReadSyntax): ReadPlan {
+  const firstEmbed = syntax.embedReferences[0];
+  if (firstEmbed) throw notEmbedded(firstEmbed.path[0], firstEmbed.parameter);
+  return {
+    resource,
+    output: planOutput(resource, syntax),
+    conditions: syntax.conditions.map((c) => planCondition(resource, c)),
+    order: syntax.order.map((term) => ({ ...term, field: resolveField(resource, term.field) })),
+    page: planPage(syntax),
+    count: syntax.count,
+    preferenceApplied: syntax.preferenceApplied,
+  };
+}

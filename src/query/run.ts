@@ -1,0 +1,127 @@
+/**
+ * Runs a read plan in the caller's scope and describes the HTTP answer: status, headers and a
+ * body that is PostgreSQL's JSON text, either whole or streamed from a cursor in batches.
+ */
+import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import type { Database, Scope } from '../db/database.ts';
+import type { Queryable } from '../db/store.ts';
+import { ApiError } from '../errors.ts';
+import { MAX_ROWS_PER_RESPONSE } from '../resources/registry.ts';
+import { type ReadPlan, rangeError } from './plan.ts';
+import {
+  PAGE_CURSOR, buildCountStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
+} from './sql.ts';
+
+/** Pages up to this many rows are built as one JSON text; larger ones are streamed. */
+export const BUFFERED_PAGE_MAX_ROWS = 1_000;
+const STREAM_BATCH_ROWS = 500;
+
+export interface ReadResponse {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string | Readable | null;
+}
+
+interface PageSize {
+  readonly rows: number;
+  readonly total: number | null;
+}
+
+async function plannedTotal(tx: Queryable, plan: ReadPlan): Promise<number> {
+  const statement = buildPlannedCountStatement(plan);
+  const [row] = await tx.query<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }>(statement.text, statement.params);
+  return row['QUERY PLAN'][0].Plan['Plan Rows'];
+}
+
+async function countedTotal(tx: Queryable, plan: ReadPlan, cap?: number): Promise<number> {
+  const statement = buildCountStatement(plan, cap);
+  const [row] = await tx.query<{ total: string }>(statement.text, statement.params);
+  return Number(row.total);
+}
+
+/** `estimated`: exact up to the row cap, the planner's figure beyond it (PostgREST's rule). */
+async function estimatedTotal(tx: Queryable, plan: ReadPlan): Promise<number> {
+  const capped = await countedTotal(tx, plan, MAX_ROWS_PER_RESPONSE + 1);
+  return capped > MAX_ROWS_PER_RESPONSE ? Math.max(capped, await plannedTotal(tx, plan)) : capped;
+}
+
+/** Status and headers from the rows returned and the total, by the reference's rules (4.5). */
+function describePage(plan: ReadPlan, size: PageSize): { status: number; headers: Record<string, string> } {
+  const lower = plan.page.offset;
+  const rangePart = size.rows > 0 && size.total !== 0 ? `${lower}-${lower + size.rows - 1}` : '*';
+  const totalPart = size.total === null ? '*' : String(size.total);
+  if (size.total !== null && lower > size.total) {
+    const error = rangeError(`An offset of ${lower} was requested, but there are only ${size.total} rows.`);
+    throw new ApiError(error.status, error.code, error.message, error.details, null, { 'content-range': `*/${totalPart}` });
+  }
+  const headers: Record<string, string> = {
+    'content-type': 'application/json; charset=utf-8',
+    'content-range': `${rangePart}/${totalPart}`,
+  };
+  if (plan.preferenceApplied.length > 0) headers['preference-applied'] = plan.preferenceApplied.join(', ');
+  const status = size.total !== null && size.rows < size.total ? 206 : 200;
+  return { status, headers };
+}
+
+async function readWhole(tx: Queryable, plan: ReadPlan, head: boolean): Promise<ReadResponse> {
+  let total: number | null = null;
+  if (plan.count === 'planned') total = await plannedTotal(tx, plan);
+  else if (plan.count === 'estimated') total = await estimatedTotal(tx, plan);
+  const statement = buildPageStatement(plan, { exactCount: plan.count === 'exact', body: !head });
+  const [row] = await tx.query<{ total: string | null; page_total: number; body: string | null }>(statement.text, statement.params);
+  if (plan.count === 'exact') total = Number(row.total);
+  return { ...describePage(plan, { rows: row.page_total, total }), body: head ? null : row.body };
+}
+
+async function measureStreamedPage(tx: Queryable, plan: ReadPlan): Promise<PageSize> {
+  const { offset, limit } = plan.page;
+  let total: number | null = null;
+  if (plan.count === 'exact') total = await countedTotal(tx, plan);
+  else if (plan.count === 'planned') total = await plannedTotal(tx, plan);
+  else if (plan.count === 'estimated') total = await estimatedTotal(tx, plan);
+  const reachable = plan.count === 'exact' ? total! : await countedTotal(tx, plan, offset + limit);
+  return { rows: Math.max(0, Math.min(limit, reachable - offset)), total };
+}
+
+async function* streamedRows(tx: Queryable): AsyncGenerator<string> {
+  yield '[';
+  let separator = '';
+  for (;;) {
+    const rows = await tx.query<{ row: string }>(`FETCH FORWARD ${STREAM_BATCH_ROWS} FROM ${PAGE_CURSOR}`);
+    if (rows.length === 0) break;
+    yield separator + rows.map((r) => r.row).join(',');
+    separator = ',';
+  }
+  yield ']';
+}
+
+/**
+ * A large page is measured first (so status and Content-Range are known before the first byte),
+ * then streamed from a cursor with back-pressure, all in one repeatable-read snapshot so the
+ * rows sent are the rows counted. The transaction stays open until the stream ends.
+ */
+function readStreamed(db: Database, scope: Scope, plan: ReadPlan, head: boolean, onLateError: (e: unknown) => void): Promise<ReadResponse> {
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const answer = (response: ReadResponse) => {
+      answered = true;
+      resolve(response);
+    };
+    db.asPartner(scope, async (tx) => {
+      const size = await measureStreamedPage(tx, plan);
+      const described = describePage(plan, size);
+      if (head || size.rows === 0) return answer({ ...described, body: head ? null : '[]' });
+      const cursor = buildCursorStatement(plan);
+      await tx.query(cursor.text, cursor.params);
+      const body = Readable.from(streamedRows(tx), { objectMode: false });
+      answer({ ...described, body });
+      await finished(body).catch(() => {});
+    }, { isolation: 'repeatable read', readOnly: true }).catch((error) => (answered ? onLateError(error) : reject(error)));
+  });
+}
+
+export function runRead(db: Database, scope: Scope, plan: ReadPlan, head: boolean, onLateError: (e: unknown) => void): Promise<ReadResponse> {
+  if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, head, onLateError);
+  return db.asPartner(scope, (tx) => readWhole(tx, plan, head), { readOnly: true });
+}

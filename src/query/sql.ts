@@ -1,0 +1,161 @@
+/**
+ * SQL: plan → parameterised statements. Identifiers come only from the registry (through the
+ * plan); every value, JSON key and output key is a bind parameter. Row scoping is not written
+ * here at all: row-level security adds it inside PostgreSQL.
+ */
+import { arrayLiteral } from '../db/array-literal.ts';
+import type { OutputColumn, PlannedCondition, PlannedField, ReadPlan } from './plan.ts';
+
+export interface Statement {
+  readonly text: string;
+  readonly params: readonly string[];
+}
+
+class Parameters {
+  readonly values: string[] = [];
+  add(value: string): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+const COMPARISON_SQL: Readonly<Record<string, string>> = {
+  eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'LIKE', ilike: 'ILIKE', match: '~', imatch: '~*',
+  cs: '@>', cd: '<@', ov: '&&', sl: '<<', sr: '>>', nxr: '&<', nxl: '&>', adj: '-|-', isdistinct: 'IS DISTINCT FROM',
+};
+const IS_SQL = { null: 'IS NULL', not_null: 'IS NOT NULL', true: 'IS TRUE', false: 'IS FALSE', unknown: 'IS UNKNOWN' } as const;
+const TSQUERY_FUNCTION = { fts: 'to_tsquery', plfts: 'plainto_tsquery', phfts: 'phraseto_tsquery', wfts: 'websearch_to_tsquery' } as const;
+
+function fieldSql(field: PlannedField, params: Parameters): string {
+  let sql = quoteIdentifier(field.column.name);
+  if (field.jsonPath.length === 0) return sql;
+  // Non-JSON columns go through to_jsonb, so `tags->>0` works on arrays as in PostgREST.
+  if (field.column.type !== 'jsonb') sql = `to_jsonb(${sql})`;
+  for (const step of field.jsonPath) {
+    sql += `${step.arrow}${params.add(step.key)}::${step.isIndex ? 'integer' : 'text'}`;
+  }
+  return sql;
+}
+
+function conditionSql(condition: PlannedCondition, params: Parameters): string {
+  let sql: string;
+  if (condition.kind === 'tree') {
+    sql = `(${condition.children.map((c) => conditionSql(c, params)).join(condition.op === 'and' ? ' AND ' : ' OR ')})`;
+  } else {
+    const field = fieldSql(condition.field, params);
+    const operation = condition.operation;
+    switch (operation.kind) {
+      case 'compare': {
+        const wildcard = operation.op === 'like' || operation.op === 'ilike';
+        const value = params.add(wildcard ? operation.value.replace(/\*/g, '%') : operation.value);
+        const operator = COMPARISON_SQL[operation.op];
+        sql = operation.quantifier
+          ? `${field} ${operator} ${operation.quantifier.toUpperCase()}(${value})`
+          : `${field} ${operator} ${value}`;
+        break;
+      }
+      case 'in':
+        sql = `${field} = ANY(${params.add(arrayLiteral(operation.values))})`;
+        break;
+      case 'is':
+        sql = `${field} ${IS_SQL[operation.value]}`;
+        break;
+      case 'fts': {
+        const query = TSQUERY_FUNCTION[operation.op];
+        if (operation.language === null) {
+          sql = `to_tsvector(${field}) @@ ${query}(${params.add(operation.value)})`;
+        } else {
+          const language = `${params.add(operation.language)}::regconfig`;
+          sql = `to_tsvector(${language}, ${field}) @@ ${query}(${language}, ${params.add(operation.value)})`;
+        }
+        break;
+      }
+    }
+  }
+  return condition.negated ? `NOT ${sql}` : sql;
+}
+
+function whereSql(plan: ReadPlan, params: Parameters): string {
+  if (plan.conditions.length === 0) return '';
+  return ` WHERE ${plan.conditions.map((c) => conditionSql(c, params)).join(' AND ')}`;
+}
+
+/** The caller's order, then `id` so that pages never overlap on ties. */
+function orderSql(plan: ReadPlan, params: Parameters): string {
+  if (plan.order.length === 0) return '';
+  const terms = plan.order.map((term) => {
+    const direction = term.direction ? ` ${term.direction.toUpperCase()}` : '';
+    const nulls = term.nulls ? ` NULLS ${term.nulls.toUpperCase()}` : '';
+    return `${fieldSql(term.field, params)}${direction}${nulls}`;
+  });
+  const ordersById = plan.order.some((t) => t.field.column.name === 'id' && t.field.jsonPath.length === 0);
+  if (!ordersById) terms.push(quoteIdentifier('id'));
+  return ` ORDER BY ${terms.join(', ')}`;
+}
+
+function outputSql(output: OutputColumn, params: Parameters): string {
+  const value = fieldSql(output.field, params);
+  return output.cast ? `CAST(${value} AS ${output.cast})` : value;
+}
+
+/** The page's rows as columns c0…cn, and the JSON object built from them with the output keys. */
+function pageSql(plan: ReadPlan, params: Parameters): { page: string; json: string } {
+  const columns = plan.output.map((o, i) => `${outputSql(o, params)} AS c${i}`).join(', ');
+  const from = ` FROM ${quoteIdentifier(plan.resource.relation)}`;
+  const where = whereSql(plan, params);
+  const order = orderSql(plan, params);
+  const limit = params.add(String(plan.page.limit));
+  const offset = params.add(String(plan.page.offset));
+  const page = `SELECT ${columns}${from}${where}${order} LIMIT ${limit} OFFSET ${offset}`;
+  const json = `json_build_object(${plan.output.map((o, i) => `${params.add(o.key)}::text, c${i}`).join(', ')})`;
+  return { page, json };
+}
+
+function countSql(plan: ReadPlan, params: Parameters, cap?: number): string {
+  const inner = `SELECT 1 FROM ${quoteIdentifier(plan.resource.relation)}${whereSql(plan, params)}`;
+  return cap === undefined
+    ? `SELECT count(*) FROM (${inner}) pds_all`
+    : `SELECT count(*) FROM (${inner} LIMIT ${params.add(String(cap))}) pds_capped`;
+}
+
+/**
+ * One statement for a page that is sent whole: the total (when an exact count is asked for),
+ * the number of rows, and the body as JSON text built by PostgreSQL. PostgREST's shape.
+ */
+export function buildPageStatement(plan: ReadPlan, options: { exactCount: boolean; body: boolean }): Statement {
+  const params = new Parameters();
+  const { page, json } = pageSql(plan, params);
+  const total = options.exactCount ? `(${countSql(plan, params)})::text` : 'NULL::text';
+  const body = options.body ? `coalesce(json_agg(${json}), '[]')::text` : 'NULL::text';
+  return {
+    text: `WITH pds_page AS (${page}) SELECT ${total} AS total, count(*)::integer AS page_total, ${body} AS body FROM pds_page`,
+    params: params.values,
+  };
+}
+
+/** The filtered rows counted, optionally stopping at `cap` rows. */
+export function buildCountStatement(plan: ReadPlan, cap?: number): Statement {
+  const params = new Parameters();
+  return { text: `SELECT (${countSql(plan, params, cap)})::text AS total`, params: params.values };
+}
+
+/** The planner's estimate of the filtered rows (`Prefer: count=planned`). */
+export function buildPlannedCountStatement(plan: ReadPlan): Statement {
+  const params = new Parameters();
+  const rows = `SELECT 1 FROM ${quoteIdentifier(plan.resource.relation)}${whereSql(plan, params)}`;
+  return { text: `EXPLAIN (FORMAT JSON) ${rows}`, params: params.values };
+}
+
+export const PAGE_CURSOR = 'pds_page_rows';
+
+/** A cursor over the page, one JSON text per row, for pages streamed in batches. */
+export function buildCursorStatement(plan: ReadPlan): Statement {
+  const params = new Parameters();
+  const { page, json } = pageSql(plan, params);
+  return {
+    text: `DECLARE ${PAGE_CURSOR} NO SCROLL CURSOR FOR SELECT ${json}::text AS row FROM (${page}) pds_page`,
+    params: params.values,
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * The 14 readable resources (decisions D2): the single source of truth for their columns and
+ * types. The read planner, the OpenAPI description and the routes all read this registry; no
+ * other module names a column of a resource.
+ */
+export type ColumnType =
+  | 'uuid' | 'text' | 'integer' | 'numeric' | 'boolean' | 'date' | 'timestamptz' | 'jsonb' | 'text[]' | 'uuid[]';
+
+export interface Column {
+  readonly name: string;
+  readonly type: ColumnType;
+  readonly nullable: boolean;
+  /** Large values the guide tells callers to leave out with `select`. */
+  readonly large?: boolean;
+  readonly enum?: readonly string[];
+  readonly description?: string;
+}
+
+export interface Resource {
+  readonly name: string;
+  /** The relation reads come from: a table, or a security-invoker view adding derived columns. */
+  readonly relation: string;
+  readonly description: string;
+  readonly columns: readonly Column[];
+  readonly columnsByName: ReadonlyMap<string, Column>;
+}
+
+type ColumnSpec = [name: string, type: ColumnType, nullable?: boolean, extra?: Partial<Column>];
+
+function defineResource(name: string, relation: string, description: string, specs: ColumnSpec[]): Resource {
+  const columns = specs.map(([columnName, type, nullable = false, extra = {}]) => ({ name: columnName, type, nullable, ...extra }));
+  return { name, relation, description, columns, columnsByName: new Map(columns.map((c) => [c.name, c])) };
+}
+
+const id: ColumnSpec = ['id', 'uuid'];
+const universityId: ColumnSpec = ['university_id', 'uuid'];
+const studentId: ColumnSpec = ['student_id', 'uuid'];
+
+export const resources: readonly Resource[] = [
+  defineResource('students', 'students_read', 'Students of the scope: identity plus membership of one cohort. Alumni are students with is_alumni true.', [
+    id, universityId, ['cohort_id', 'uuid', true], ['email', 'text'], ['first_name', 'text'], ['last_name', 'text'],
+    ['external_id', 'text', true], ['phone', 'text', true, { description: 'E.164' }],
+    ['graduation_date', 'date', true, { description: 'Date of actual graduation' }],
+    ['graduation_year', 'integer', true, { description: 'Year of graduation_date (read-only)' }],
+    ['is_alumni', 'boolean'], ['account_status', 'text', false, { enum: ['invited', 'claimed'] }],
+    ['secondary_emails', 'text[]'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
+  ]),
+  defineResource('advisor_students', 'advisor_students', 'Advisor assignments of students.', [
+    id, universityId, studentId, ['advisor_id', 'uuid'], ['advisor_email', 'text'], ['advisor_name', 'text'],
+    ['co_advisor_ids', 'uuid[]'], ['assigned_at', 'timestamptz'],
+  ]),
+  defineResource('cohorts', 'cohorts_read', 'Cohorts: a class with its degree, dates, campus, intake and résumé templates.', [
+    id, universityId, ['name', 'text'], ['display_name', 'text'], ['program', 'text'], ['degree', 'text'],
+    ['start_date', 'date'], ['end_date', 'date'], ['intake_year', 'integer'],
+    ['intake_term', 'text', false, { enum: ['Fall', 'Winter', 'Spring', 'Summer'] }],
+    ['campus_id', 'uuid', true], ['campus_name', 'text', true],
+    ['study_mode', 'text', true, { enum: ['full_time', 'part_time', 'online', 'hybrid'] }],
+    ['resume_template_names', 'text[]'], ['student_count', 'integer'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
+  ]),
+  defineResource('campuses', 'campuses', 'Campuses; use to check a campus name before a cohort write.', [
+    id, universityId, ['name', 'text'], ['city', 'text', true], ['country', 'text', true], ['created_at', 'timestamptz'],
+  ]),
+  defineResource('resumes', 'resumes', 'Résumés of students.', [
+    id, universityId, studentId, ['title', 'text'], ['template_name', 'text', true],
+    ['content', 'text', false, { large: true }], ['is_primary', 'boolean'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
+  ]),
+  defineResource('student_profiles', 'student_profiles', 'Student profiles.', [
+    id, universityId, studentId, ['headline', 'text', true], ['summary', 'text', true], ['skills', 'text[]'],
+    ['sections', 'jsonb', false, { large: true }], ['visibility', 'text'], ['updated_at', 'timestamptz'],
+  ]),
+  defineResource('onboarding', 'onboarding', 'Onboarding progress of students.', [
+    id, universityId, studentId, ['status', 'text', false, { enum: ['not_started', 'in_progress', 'completed'] }],
+    ['steps_completed', 'integer'], ['steps_total', 'integer'], ['completed_at', 'timestamptz', true], ['updated_at', 'timestamptz'],
+  ]),
+  defineResource('alumni', 'alumni', 'Read-only directory of alumni contacts for student outreach (not where graduation is recorded).', [
+    id, universityId, ['first_name', 'text'], ['last_name', 'text'], ['email', 'text', true], ['graduation_year', 'integer', true],
+    ['degree', 'text', true], ['employer', 'text', true], ['job_title', 'text', true], ['city', 'text', true],
+    ['linkedin_url', 'text', true], ['open_to_mentoring', 'boolean'], ['updated_at', 'timestamptz'],
+  ]),
+  defineResource('jobs', 'jobs', 'Job postings.', [
+    id, universityId, ['company_id', 'uuid', true], ['title', 'text'], ['description', 'text', false, { large: true }],
+    ['location', 'text', true], ['employment_type', 'text', true], ['remote', 'boolean'], ['salary_min', 'numeric', true],
+    ['salary_max', 'numeric', true], ['posted_at', 'timestamptz'], ['expires_at', 'timestamptz', true],
+  ]),
+  defineResource('universities', 'universities', 'One row for a university token; one per member school for a consortium token.', [
+    id, ['name', 'text'], ['short_name', 'text', true], ['consortium_id', 'uuid', true], ['country', 'text', true],
+    ['timezone', 'text', true], ['created_at', 'timestamptz'],
+  ]),
+  defineResource('student_engagement', 'student_engagement', 'Engagement totals per student.', [
+    id, universityId, studentId, ['last_active_at', 'timestamptz', true], ['logins_30d', 'integer'], ['applications_total', 'integer'],
+    ['events_attended_total', 'integer'], ['appointments_total', 'integer'], ['resume_count', 'integer'],
+    ['profile_completeness', 'integer', false, { description: '0 to 100' }], ['updated_at', 'timestamptz'],
+  ]),
+  defineResource('student_engagement_monthly', 'student_engagement_monthly', 'Engagement per student per month.', [
+    id, universityId, studentId, ['month', 'date', false, { description: 'First day of the month' }], ['logins', 'integer'],
+    ['applications', 'integer'], ['events_attended', 'integer'], ['appointments', 'integer'],
+  ]),
+  defineResource('companies', 'companies', 'Employers.', [
+    id, universityId, ['name', 'text'], ['industry', 'text', true], ['website', 'text', true], ['size_band', 'text', true],
+    ['city', 'text', true], ['country', 'text', true], ['created_at', 'timestamptz'],
+  ]),
+  defineResource('events', 'events', 'Career events.', [
+    id, universityId, ['campus_id', 'uuid', true], ['title', 'text'], ['kind', 'text'], ['starts_at', 'timestamptz'],
+    ['ends_at', 'timestamptz', true], ['location', 'text', true], ['capacity', 'integer', true],
+    ['registrations_count', 'integer'], ['created_at', 'timestamptz'],
+  ]),
+];
+
+export const resourcesByName: ReadonlyMap<string, Resource> = new Map(resources.map((r) => [r.name, r]));
+
+/** Resources that accept batch writes; every other path answers 405. */
+export const writableResources: ReadonlySet<string> = new Set(['students', 'cohorts']);
+
+/** Rows per list response, whatever the request asks (spec 'Limits'). */
+export const MAX_ROWS_PER_RESPONSE = 10_000;
