@@ -12,10 +12,22 @@ function queryableOf(sql: postgres.Sql | postgres.TransactionSql): Queryable {
   };
 }
 
+/**
+ * Parameters are always text for PostgreSQL's own input functions to read. postgres.js would
+ * otherwise re-serialise them by the described parameter type: the string 'true' would become
+ * 'f', and JSON text would be quoted a second time.
+ */
+const textParameters = {
+  boolean: { to: 16, from: [16], serialize: String, parse: (x: string) => x === 't' },
+  json: { to: 114, from: [114, 3802], serialize: String, parse: (x: string) => JSON.parse(x) },
+  date: { to: 1184, from: [1082, 1114, 1184], serialize: String, parse: (x: string) => new Date(x) },
+};
+
 export function openPostgresStore(url: string, maxConnections: number): Store {
   const sql = postgres(url, {
     max: maxConnections,
     onnotice: () => {},
+    types: textParameters,
     connection: { application_name: 'partner-data-service' },
   });
   const base = queryableOf(sql);

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { migrate } from '../src/db/migrate.ts';
+import { openPostgresStore } from '../src/db/postgres-store.ts';
+import { openTestStore } from './support/harness.ts';
+
+const migrationFiles = async () =>
+  (await readdir(fileURLToPath(new URL('../src/db/migrations/', import.meta.url)))).filter((f) => f.endsWith('.sql')).sort();
+
+test('migrating an up-to-date store applies nothing', async () => {
+  const { store, drop } = await openTestStore('pglite');
+  try {
+    assert.deepEqual(await migrate(store), []);
+    const applied = await store.query<{ name: string }>('select name from pds_migrations order by name');
+    assert.deepEqual(applied.map((r) => r.name), await migrationFiles());
+  } finally {
+    await drop();
+  }
+});
+
+// Concurrency needs a server; PGlite is one session.
+if (process.env.TEST_DATABASE_URL) test('two instances migrating one new PostgreSQL database at once apply each file exactly once', async () => {
+  const fresh = await openTestStore('postgres', { migrated: false });
+  const second = openPostgresStore(fresh.url!, 2);
+  try {
+    const [a, b] = await Promise.all([migrate(fresh.store), migrate(second)]);
+    assert.deepEqual([...a, ...b].sort(), await migrationFiles());
+    const applied = await fresh.store.query<{ name: string }>('select name from pds_migrations order by name');
+    assert.deepEqual(applied.map((r) => r.name), await migrationFiles());
+    const [policies] = await fresh.store.query<{ n: number }>(`select count(*)::int as n from pg_policies where tablename = 'students'`);
+    assert.equal(policies.n, 2);
+  } finally {
+    await second.close();
+    await fresh.drop();
+  }
+});

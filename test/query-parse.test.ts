@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ApiError } from '../src/errors.ts';
+import { decodeQueryString, parseFilter, parseLogicTree, parseOrder, parseReadRequest, parseSelect } from '../src/query/parse.ts';
+import { planPage } from '../src/query/plan.ts';
+
+const field = (name: string) => ({ name, jsonPath: [] });
+const parse = (queryString: string, headers: { range?: string; prefer?: string } = {}) =>
+  parseReadRequest({ queryString, rangeHeader: headers.range, preferHeader: headers.prefer, method: 'GET' });
+
+function assertApiError(fn: () => unknown, status: number, code: string) {
+  assert.throws(fn, (error: unknown) => error instanceof ApiError && error.status === status && error.code === code);
+}
+
+describe('decoding the query string (reference 0)', () => {
+  test('percent-decodes once and turns + into a space; %2C and , are the same character', () => {
+    assert.deepEqual(decodeQueryString('name=eq.Ann+Lee&id=in.(1%2C2)&q=a%2Bb'), [['name', 'eq.Ann Lee'], ['id', 'in.(1,2)'], ['q', 'a+b']]);
+  });
+  test('a key without = is dropped; one with an empty value is kept', () => {
+    assert.deepEqual(decodeQueryString('debug&x='), [['x', '']]);
+  });
+  test('malformed escapes are kept as text rather than failing', () => {
+    assert.deepEqual(decodeQueryString('name=eq.100%'), [['name', 'eq.100%']]);
+  });
+});
+
+describe('filters (reference 1.2-1.6)', () => {
+  test('the top-level value is the literal rest of the string', () => {
+    assert.deepEqual(parseFilter(field('name'), 'eq.a.b,c(d)"x"').operation, { kind: 'compare', op: 'eq', quantifier: null, value: 'a.b,c(d)"x"' });
+    assert.deepEqual(parseFilter(field('name'), 'eq.').operation, { kind: 'compare', op: 'eq', quantifier: null, value: '' });
+  });
+  test('not. negates once', () => {
+    const filter = parseFilter(field('score'), 'not.gt.5');
+    assert.equal(filter.negated, true);
+    assertApiError(() => parseFilter(field('score'), 'not.not.gt.5'), 400, 'PGRST100');
+  });
+  test('operators are lower-case words from the fixed set', () => {
+    for (const op of ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'like', 'ilike', 'match', 'imatch', 'isdistinct', 'cs', 'cd', 'ov', 'sl', 'sr', 'nxr', 'nxl', 'adj']) {
+      assert.equal(parseFilter(field('x'), `${op}.1`).operation.kind, 'compare', op);
+    }
+    assertApiError(() => parseFilter(field('x'), 'EQ.1'), 400, 'PGRST100');
+    assertApiError(() => parseFilter(field('x'), 'equals.1'), 400, 'PGRST100');
+    assertApiError(() => parseFilter(field('x'), '5'), 400, 'PGRST100');
+  });
+  test('in-lists: quoted elements with backslash escapes, spaces after commas are data', () => {
+    assert.deepEqual(parseFilter(field('name'), 'in.( Bob, Alice,"Carol, Jr.","a\\"b\\\\c",\\x)').operation,
+      { kind: 'in', values: ['Bob', ' Alice', 'Carol, Jr.', 'a"b\\c', '\\x'] });
+    assert.deepEqual(parseFilter(field('id'), 'in.()').operation, { kind: 'in', values: [] });
+    assert.deepEqual(parseFilter(field('id'), 'in.("")').operation, { kind: 'in', values: [] });
+    assert.deepEqual(parseFilter(field('id'), 'in.( ,3)').operation, { kind: 'in', values: ['', '3'] });
+    assertApiError(() => parseFilter(field('id'), 'in.(1,2'), 400, 'PGRST100');
+    assertApiError(() => parseFilter(field('id'), 'in.("a"b)'), 400, 'PGRST100');
+  });
+  test('is takes null, not_null, true, false, unknown in any case', () => {
+    assert.deepEqual(parseFilter(field('x'), 'is.NULL').operation, { kind: 'is', value: 'null' });
+    assert.deepEqual(parseFilter(field('x'), 'is.not_null').operation, { kind: 'is', value: 'not_null' });
+    assertApiError(() => parseFilter(field('x'), 'is.nil'), 400, 'PGRST100');
+  });
+  test('any/all only after the quantifiable operators', () => {
+    assert.deepEqual(parseFilter(field('x'), 'like(any).{A*,B*}').operation, { kind: 'compare', op: 'like', quantifier: 'any', value: '{A*,B*}' });
+    assertApiError(() => parseFilter(field('x'), 'neq(any).{1}'), 400, 'PGRST100');
+  });
+  test('full-text operators take an optional language', () => {
+    assert.deepEqual(parseFilter(field('x'), 'fts(french).amour').operation, { kind: 'fts', op: 'fts', language: 'french', value: 'amour' });
+    assert.deepEqual(parseFilter(field('x'), 'wfts.carol or bob').operation, { kind: 'fts', op: 'wfts', language: null, value: 'carol or bob' });
+  });
+});
+
+describe('logic trees (reference 1.8)', () => {
+  test('values end at , or ) unless quoted or a {…} literal', () => {
+    const tree = parseLogicTree('or', false, '(name.eq."Carol, Jr.",tags.cs.{a,b},id.in.(1,2),score.not.is.null, not.and(a.gt.1,a.lt.9))');
+    assert.equal(tree.children.length, 5);
+    assert.deepEqual(tree.children[0], { kind: 'filter', field: field('name'), negated: false, operation: { kind: 'compare', op: 'eq', quantifier: null, value: 'Carol, Jr.' } });
+    assert.deepEqual((tree.children[1] as any).operation.value, '{a,b}');
+    assert.deepEqual((tree.children[2] as any).operation.values, ['1', '2']);
+    assert.equal((tree.children[3] as any).negated, true);
+    assert.deepEqual({ ...(tree.children[4] as any), children: undefined }, { kind: 'tree', op: 'and', negated: true, children: undefined });
+  });
+  test('an empty tree, an unquoted comma in a value and trailing text are parse errors', () => {
+    assertApiError(() => parseLogicTree('or', false, '()'), 400, 'PGRST100');
+    assertApiError(() => parseLogicTree('or', false, '(name.eq.Carol, Jr.,id.eq.1)'), 400, 'PGRST100');
+    assertApiError(() => parseLogicTree('and', false, '(id.eq.1,id.neq.2))'), 400, 'PGRST100');
+  });
+  test('the error message quotes the tree as sent, with the column of the fault', () => {
+    try {
+      parseLogicTree('or', false, '(id.eq.1,id.zz.2)');
+      assert.fail('expected a parse error');
+    } catch (error) {
+      assert.ok(error instanceof ApiError);
+      assert.equal(error.message, '"failed to parse logic tree (or(id.eq.1,id.zz.2))" (line 1, column 15)');
+    }
+  });
+  test('nesting deeper than the cap is refused', () => {
+    const nested = (depth: number) => `(${'or('.repeat(depth)}id.eq.1${')'.repeat(depth + 1)}`;
+    assert.equal(parseLogicTree('or', false, nested(8)).kind, 'tree');
+    assertApiError(() => parseLogicTree('or', false, nested(12)), 400, 'QUERY_TOO_COMPLEX');
+  });
+});
+
+describe('select and order (reference 2-3)', () => {
+  test('columns, aliases, casts and JSON paths', () => {
+    assert.deepEqual(parseSelect('id,fullName:first_name,year::text,sections->0->>title,t:sections->>"a.b"'), [
+      { kind: 'field', alias: null, field: field('id'), cast: null },
+      { kind: 'field', alias: 'fullName', field: field('first_name'), cast: null },
+      { kind: 'field', alias: null, field: field('year'), cast: 'text' },
+      { kind: 'field', alias: null, field: { name: 'sections', jsonPath: [{ arrow: '->', key: '0', isIndex: true }, { arrow: '->>', key: 'title', isIndex: false }] }, cast: null },
+      { kind: 'field', alias: 't', field: { name: 'sections', jsonPath: [{ arrow: '->>', key: 'a.b', isIndex: false }] }, cast: null },
+    ]);
+    assert.deepEqual(parseSelect(''), [{ kind: 'star' }]);
+  });
+  test('embedding and aggregates are refused with PostgREST codes', () => {
+    assertApiError(() => parseSelect('id,cohorts(name)'), 400, 'PGRST200');
+    assertApiError(() => parseSelect('count()'), 400, 'PGRST123');
+    assertApiError(() => parseSelect('id.sum()'), 400, 'PGRST123');
+  });
+  test('order terms with direction and null placement', () => {
+    assert.deepEqual(parseOrder('a.desc.nullslast,b,c.nullsfirst'), [
+      { field: field('a'), direction: 'desc', nulls: 'last' },
+      { field: field('b'), direction: null, nulls: null },
+      { field: field('c'), direction: null, nulls: 'first' },
+    ]);
+    assertApiError(() => parseOrder('id.up'), 400, 'PGRST100');
+    assertApiError(() => parseOrder('id.descc'), 400, 'PGRST100');
+  });
+});
+
+describe('request-level parameters', () => {
+  test('repeated filters are all kept; the first select and order win; the last limit wins', () => {
+    const syntax = parse('id=gt.1&id=lt.4&select=id&select=email&order=id&order=email&limit=5&limit=7');
+    assert.equal(syntax.conditions.length, 2);
+    assert.deepEqual(syntax.select, [{ kind: 'field', alias: null, field: field('id'), cast: null }]);
+    assert.equal(syntax.order[0].field.name, 'id');
+    assert.equal(syntax.limit, 7);
+  });
+  test('embed-addressed parameters are kept for the planner to refuse', () => {
+    assert.deepEqual(parse('cohorts.name=eq.x&cohorts.order=id').embedReferences.map((r) => r.parameter), ['cohorts.name', 'cohorts.order']);
+  });
+  test('non-integer limits and casts in filter keys are parse errors', () => {
+    assertApiError(() => parse('limit=abc'), 400, 'PGRST100');
+    assertApiError(() => parse('score::text=eq.7'), 400, 'PGRST100');
+  });
+  test('the Range header counts only in its two PostgREST forms', () => {
+    assert.deepEqual(parse('', { range: '0-9' }).rangeHeader, { first: 0, last: 9 });
+    assert.deepEqual(parse('', { range: '5-' }).rangeHeader, { first: 5, last: null });
+    assert.equal(parse('', { range: 'items=0-9' }).rangeHeader, null);
+  });
+  test('Prefer: the first count wins; unknown preferences fail only under handling=strict', () => {
+    assert.equal(parse('', { prefer: 'count=planned, count=exact' }).count, 'planned');
+    assert.deepEqual(parse('', { prefer: 'handling=strict, count=exact' }).preferenceApplied, ['count=exact', 'handling=strict']);
+    assert.equal(parse('', { prefer: 'count=none' }).count, null);
+    assertApiError(() => parse('', { prefer: 'handling=strict, count=none' }), 400, 'PGRST122');
+  });
+  test('a query string over the cap is refused with 414', () => {
+    assertApiError(() => parse(`id=in.(${'1,'.repeat(9000)}1)`), 414, 'URI_TOO_LONG');
+  });
+});
+
+describe('the page: limit, offset and Range intersected (reference 4.3)', () => {
+  const page = (limit: number | null, offset: number | null, rangeHeader: { first: number; last: number | null } | null = null) =>
+    planPage({ limit, offset, rangeHeader });
+  test('defaults to the first 10,000 rows and cuts larger limits to 10,000', () => {
+    assert.deepEqual(page(null, null), { offset: 0, limit: 10_000 });
+    assert.deepEqual(page(20_000, 5), { offset: 5, limit: 10_000 });
+  });
+  test('header and parameters intersect', () => {
+    assert.deepEqual(page(10, null, { first: 1, last: 3 }), { offset: 1, limit: 3 });
+    assert.deepEqual(page(null, 2, { first: 1, last: 3 }), { offset: 2, limit: 2 });
+  });
+  test('limit=0 is a count-only page; a negative offset is ignored', () => {
+    assert.deepEqual(page(0, 4), { offset: 0, limit: 0 });
+    assert.deepEqual(page(3, -2), { offset: 0, limit: 3 });
+  });
+  test('a negative limit and an inverted Range are 416 PGRST103', () => {
+    assertApiError(() => page(-1, null), 416, 'PGRST103');
+    assertApiError(() => page(null, null, { first: 5, last: 2 }), 416, 'PGRST103');
+    assertApiError(() => page(null, 20, { first: 0, last: 9 }), 416, 'PGRST103');
+  });
+});
