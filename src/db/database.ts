@@ -15,20 +15,29 @@ export class Database {
   constructor(readonly store: Store, readonly statementTimeoutMs: number) {}
 
   asPartner<T>(scope: Scope, fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return this.store.transaction(async (tx) => {
-      await tx.query(
-        `select set_config('role', 'pds_app', true), set_config('pds.scope', $1, true),
-                set_config('statement_timeout', $2, true), set_config('TimeZone', 'UTC', true)`,
-        [scope.universityIds.join(','), String(this.statementTimeoutMs)],
-      );
-      return fn(tx);
-    }, options);
+    return this.inRole(
+      `select set_config('role', 'pds_app', true), set_config('pds.scope', $1, true),
+              set_config('statement_timeout', $2, true), set_config('TimeZone', 'UTC', true)`,
+      [scope.universityIds.join(','), String(this.statementTimeoutMs)],
+      fn, options,
+    );
   }
 
   asOperator<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    return this.inRole(`select set_config('role', 'pds_operator', true), set_config('TimeZone', 'UTC', true)`, [], fn, options);
+  }
+
+  /**
+   * The settings statement is not awaited before the callback's first statement: statements on
+   * one connection run in order, so they travel in one pipeline; a failure of either fails both.
+   */
+  private inRole<T>(settings: string, params: string[], fn: (tx: Queryable) => Promise<T>, options: TransactionOptions): Promise<T> {
     return this.store.transaction(async (tx) => {
-      await tx.query(`select set_config('role', 'pds_operator', true), set_config('TimeZone', 'UTC', true)`);
-      return fn(tx);
+      const applied = tx.query(settings, params);
+      applied.catch(() => {});
+      const result = await fn(tx);
+      await applied;
+      return result;
     }, options);
   }
 }

@@ -7,12 +7,19 @@ import { type Queryable, type Store, transactionPreamble } from './store.ts';
  * transaction-local settings.
  */
 function queryableOf(db: PGlite | Transaction): Queryable {
+  // Statements issued without awaiting the previous one still run in issue order.
+  let last: Promise<unknown> = Promise.resolve();
+  const inOrder = <R>(run: () => Promise<R>): Promise<R> => {
+    const next = last.then(run, run);
+    last = next.catch(() => {});
+    return next;
+  };
   return {
-    async query<T>(text: string, params: readonly (string | null)[] = []) {
-      return (await db.query<T>(text, params as (string | null)[])).rows;
+    query<T>(text: string, params: readonly (string | null)[] = []) {
+      return inOrder(async () => (await db.query<T>(text, params as (string | null)[])).rows);
     },
-    async exec(text: string) {
-      await db.exec(text);
+    exec(text: string) {
+      return inOrder(async () => void (await db.exec(text)));
     },
   };
 }

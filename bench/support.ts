@@ -1,0 +1,119 @@
+/**
+ * Shared pieces of the benchmarks: a fresh PostgreSQL database with demo data, the service as
+ * its own process on it, an HTTP load at fixed concurrency (autocannon), and the bare driver
+ * running the same statement at the same concurrency. Figures are printed as ratios.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import autocannon from 'autocannon';
+import postgres from 'postgres';
+import { Database } from '../src/db/database.ts';
+import { type DemoResult, loadDemo } from '../src/db/demo.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { openPostgresStore } from '../src/db/postgres-store.ts';
+import type { Store } from '../src/db/store.ts';
+
+export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const CONCURRENCY = 32;
+export const DURATION_S = Number(process.env.BENCH_SECONDS ?? 8);
+
+export interface Throughput {
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  count: number;
+}
+
+export interface BenchDatabase {
+  url: string;
+  store: Store;
+  db: Database;
+  demo: DemoResult;
+  drop(): Promise<void>;
+}
+
+export async function createBenchDatabase(name: string, students: number): Promise<BenchDatabase> {
+  const admin = postgres(SERVER_URL, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`drop database if exists ${name} with (force)`);
+  await admin.unsafe(`create database ${name}`);
+  const url = new URL(SERVER_URL);
+  url.pathname = `/${name}`;
+  const store = openPostgresStore(url.toString(), 10);
+  await migrate(store);
+  const db = new Database(store, 60_000);
+  const started = Date.now();
+  const demo = await db.asOperator((tx) => loadDemo(tx, { students }));
+  await store.exec('vacuum analyze');
+  console.log(`  loaded ${students.toLocaleString()} demo students in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return {
+    url: url.toString(), store, db, demo,
+    async drop() {
+      await store.close();
+      await admin.unsafe(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    },
+  };
+}
+
+export interface ServiceProcess {
+  baseUrl: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function startService(databaseUrl: string, port: number): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: {
+      ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn',
+      PDS_READ_LIMIT_PER_MIN: '100000000', PDS_WRITE_LIMIT_PER_MIN: '100000000',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => { output += chunk; });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200 && !output.includes('Partner data service on'); i++) await new Promise((r) => setTimeout(r, 100));
+  return {
+    baseUrl, child,
+    async stop() {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
+}
+
+export async function httpLoad(options: { url: string; method?: 'GET' | 'PUT' | 'PATCH' | 'POST'; headers?: Record<string, string>; body?: string; connections?: number; seconds?: number }): Promise<Throughput> {
+  const run = (duration: number) => autocannon({
+    url: options.url, method: options.method ?? 'GET', headers: options.headers, body: options.body,
+    connections: options.connections ?? CONCURRENCY, duration,
+  });
+  await run(2);
+  const result = await run(options.seconds ?? DURATION_S);
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx answers, ${result.errors} errors from ${options.url}`);
+  return { perSecond: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, count: result.requests.total };
+}
+
+/** Runs `operation` from `concurrency` loops for `seconds`, timing each call. */
+export async function closedLoop(operation: () => Promise<unknown>, concurrency = CONCURRENCY, seconds = DURATION_S): Promise<Throughput> {
+  const loop = async (until: number, latencies: number[] | null) => {
+    while (Date.now() < until) {
+      const started = performance.now();
+      await operation();
+      latencies?.push(performance.now() - started);
+    }
+  };
+  const warmUntil = Date.now() + 2_000;
+  await Promise.all(Array.from({ length: concurrency }, () => loop(warmUntil, null)));
+  const latencies: number[] = [];
+  const started = Date.now();
+  const until = started + seconds * 1000;
+  await Promise.all(Array.from({ length: concurrency }, () => loop(until, latencies)));
+  const elapsed = (Date.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+  return { perSecond: latencies.length / elapsed, p50Ms: at(0.5), p99Ms: at(0.99), count: latencies.length };
+}
+
+export function describeThroughput(label: string, t: Throughput): string {
+  return `${label.padEnd(44)} ${t.perSecond.toFixed(0).padStart(7)} /s   p50 ${t.p50Ms.toFixed(2).padStart(7)} ms   p99 ${t.p99Ms.toFixed(2).padStart(7)} ms`;
+}
