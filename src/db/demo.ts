@@ -157,7 +157,7 @@ export async function loadDemo(tx: Queryable, options: { students?: number; seed
     select ${uuidOf(`'advising:' || i`)}, ${u('un')}, ${student('i')}, ${uuidOf(`'staff:' || un || ':' || (1 + i % 5)`)},
       'advisor' || (1 + i % 5) || '@' || ${short('un')} || '-' || $1::text || '.example.edu',
       ${pickFrom(FIRST_NAMES, `'advisor:' || (1 + i % 5)`)} || ' ' || ${pickFrom(LAST_NAMES, `'advisor-last:' || (1 + i % 5)`)},
-      case when i % 4 = 0 then ARRAY[${uuidOf(`'staff:' || un || ':' || (1 + (i + 1) % 5)`)}] else '{}'::uuid[] end,
+      case when i % 4 = 1 then ARRAY[${uuidOf(`'staff:' || un || ':' || (1 + (i + 1) % 5)`)}] else '{}'::uuid[] end,
       timestamptz '2024-02-01 00:00:00+00' + (i || ' minutes')::interval
     from ${studentRows} where i % 2 = 1`);
   // Résumés of 2–4 KB for every other student, like real ones.

@@ -25,7 +25,9 @@ function queryableOf(db: PGlite | Transaction): Queryable {
 }
 
 export async function openPgliteStore(dataDir?: string, loadDataDir?: Blob): Promise<Store & { dump(): Promise<Blob> }> {
-  const db = await PGlite.create({ dataDir, loadDataDir });
+  // Parameters are text for PostgreSQL's input functions; PGlite's own boolean serialiser would
+  // throw on a value PostgreSQL should reject with 22P02.
+  const db = await PGlite.create({ dataDir, loadDataDir, serializers: { 16: String } });
   const base = queryableOf(db);
   return {
     backend: 'pglite',

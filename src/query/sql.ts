@@ -100,17 +100,20 @@ function outputSql(output: OutputColumn, params: Parameters): string {
   return output.cast ? `CAST(${value} AS ${output.cast})` : value;
 }
 
-/** The page's rows as columns c0…cn, and the JSON object built from them with the output keys. */
-function pageSql(plan: ReadPlan, params: Parameters): { page: string; json: string } {
+/** The page's rows as columns c0…cn. */
+function pageSql(plan: ReadPlan, params: Parameters): string {
   const columns = plan.output.map((o, i) => `${outputSql(o, params)} AS c${i}`).join(', ');
   const from = ` FROM ${quoteIdentifier(plan.resource.relation)}`;
   const where = whereSql(plan, params);
   const order = orderSql(plan, params);
   const limit = params.add(String(plan.page.limit));
   const offset = params.add(String(plan.page.offset));
-  const page = `SELECT ${columns}${from}${where}${order} LIMIT ${limit} OFFSET ${offset}`;
-  const json = `json_build_object(${plan.output.map((o, i) => `${params.add(o.key)}::text, c${i}`).join(', ')})`;
-  return { page, json };
+  return `SELECT ${columns}${from}${where}${order} LIMIT ${limit} OFFSET ${offset}`;
+}
+
+/** One row's JSON object, keyed by the output keys (bind parameters, never identifiers). */
+function rowJsonSql(plan: ReadPlan, params: Parameters): string {
+  return `json_build_object(${plan.output.map((o, i) => `${params.add(o.key)}::text, c${i}`).join(', ')})`;
 }
 
 function countSql(plan: ReadPlan, params: Parameters, cap?: number): string {
@@ -126,9 +129,9 @@ function countSql(plan: ReadPlan, params: Parameters, cap?: number): string {
  */
 export function buildPageStatement(plan: ReadPlan, options: { exactCount: boolean; body: boolean }): Statement {
   const params = new Parameters();
-  const { page, json } = pageSql(plan, params);
+  const page = pageSql(plan, params);
   const total = options.exactCount ? `(${countSql(plan, params)})::text` : 'NULL::text';
-  const body = options.body ? `coalesce(json_agg(${json}), '[]')::text` : 'NULL::text';
+  const body = options.body ? `coalesce(json_agg(${rowJsonSql(plan, params)}), '[]')::text` : 'NULL::text';
   return {
     text: `WITH pds_page AS (${page}) SELECT ${total} AS total, count(*)::integer AS page_total, ${body} AS body FROM pds_page`,
     params: params.values,
@@ -153,9 +156,9 @@ export const PAGE_CURSOR = 'pds_page_rows';
 /** A cursor over the page, one JSON text per row, for pages streamed in batches. */
 export function buildCursorStatement(plan: ReadPlan): Statement {
   const params = new Parameters();
-  const { page, json } = pageSql(plan, params);
+  const page = pageSql(plan, params);
   return {
-    text: `DECLARE ${PAGE_CURSOR} NO SCROLL CURSOR FOR SELECT ${json}::text AS row FROM (${page}) pds_page`,
+    text: `DECLARE ${PAGE_CURSOR} NO SCROLL CURSOR FOR SELECT ${rowJsonSql(plan, params)}::text AS row FROM (${page}) pds_page`,
     params: params.values,
   };
 }
