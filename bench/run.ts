@@ -2,6 +2,7 @@
  * `npm run bench`: every benchmark, on a fresh PostgreSQL database (BENCH_DATABASE_URL's server,
  * default the local one). Each reports a ratio against a baseline measured in the same run.
  */
+import { benchDeepPages } from './read-depth.ts';
 import { benchReadPages } from './read-page.ts';
 import { createBenchDatabase } from './support.ts';
 
@@ -11,6 +12,7 @@ console.log(`Partner data service benchmarks (${STUDENTS.toLocaleString()} stude
 const bench = await createBenchDatabase('pds_bench', STUDENTS);
 try {
   await benchReadPages(bench, 18_081);
+  await benchDeepPages(bench, 18_082);
 } finally {
   await bench.drop();
 }

@@ -299,7 +299,8 @@ SELECT c.id, c.university_id, c.name, c.display_name, c.program, c.degree, c.sta
        c.created_at, c.updated_at
 FROM cohorts c;
 
--- Row-level security: every tenant table, forced, one policy per role.
+-- Row-level security: every tenant table, forced, one policy per role. The scope is read through
+-- a scalar subquery so PostgreSQL evaluates it once per statement, not once per row.
 DO $$
 DECLARE t text;
 BEGIN
@@ -309,14 +310,14 @@ BEGIN
   LOOP
     EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
     EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
-    EXECUTE format('CREATE POLICY tenant_scope ON %I TO pds_app USING (university_id = ANY (pds_scope())) WITH CHECK (university_id = ANY (pds_scope()))', t);
+    EXECUTE format('CREATE POLICY tenant_scope ON %I TO pds_app USING (university_id = ANY ((SELECT pds_scope())::uuid[])) WITH CHECK (university_id = ANY ((SELECT pds_scope())::uuid[]))', t);
     EXECUTE format('CREATE POLICY operator_all ON %I TO pds_operator USING (true) WITH CHECK (true)', t);
   END LOOP;
 END $$;
 
 ALTER TABLE universities ENABLE ROW LEVEL SECURITY;
 ALTER TABLE universities FORCE ROW LEVEL SECURITY;
-CREATE POLICY tenant_scope ON universities TO pds_app USING (id = ANY (pds_scope()));
+CREATE POLICY tenant_scope ON universities TO pds_app USING (id = ANY ((SELECT pds_scope())::uuid[]));
 CREATE POLICY operator_all ON universities TO pds_operator USING (true) WITH CHECK (true);
 
 GRANT USAGE ON SCHEMA public TO pds_app, pds_operator;
