@@ -23,6 +23,11 @@ const textParameters = {
   date: { to: 1184, from: [1082, 1114, 1184], serialize: String, parse: (x: string) => new Date(x) },
 };
 
+function connectionLost(error: unknown): boolean {
+  const code = String((error as { code?: unknown })?.code ?? '');
+  return code.startsWith('CONNECTION_') || code.startsWith('08') || code.startsWith('57P') || code === 'ECONNRESET';
+}
+
 export function openPostgresStore(url: string, maxConnections: number): Store {
   const sql = postgres(url, {
     max: maxConnections,
@@ -41,6 +46,7 @@ export function openPostgresStore(url: string, maxConnections: number): Store {
      */
     async transaction(fn, options = {}) {
       const connection = await sql.reserve();
+      let lost = false;
       try {
         const begin = connection.unsafe(`begin ${transactionPreamble(options)}`);
         begin.catch(() => {});
@@ -49,10 +55,13 @@ export function openPostgresStore(url: string, maxConnections: number): Store {
         await connection.unsafe('commit');
         return result;
       } catch (error) {
-        await connection.unsafe('rollback').catch(() => {});
+        lost = connectionLost(error);
+        if (!lost) await connection.unsafe('rollback').catch(() => {});
         throw error;
       } finally {
-        connection.release();
+        // A connection the server dropped has rolled back already, and the pool has taken it
+        // back as closed: releasing it would hand the dead socket to the next query.
+        if (!lost) connection.release();
       }
     },
     async close() {

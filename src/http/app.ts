@@ -13,6 +13,7 @@ import { installErrorHandling } from './errors.ts';
 import { registerOpenApi } from './openapi.ts';
 import { registerRateLimits } from './rate-limits.ts';
 import { registerReadRoutes } from './read-routes.ts';
+import { registerWriteRoutes } from './write-routes.ts';
 
 /** Bodies above this are refused with 413 PAYLOAD_TOO_LARGE before they are parsed. */
 export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
@@ -46,6 +47,7 @@ export async function buildApp(settings: AppSettings, db: Database): Promise<Fas
   await app.register(async (v1) => {
     v1.addHook('onRequest', authenticatePartner(tokens));
     registerReadRoutes(v1, { db, limits });
+    registerWriteRoutes(v1, { db, limits });
   });
   await app.register(adminRoutes, { prefix: '/admin/v1', db, tokens, adminKey: settings.adminKey });
   return app;

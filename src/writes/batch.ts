@@ -1,0 +1,61 @@
+/**
+ * The envelope every batch write shares: the body's shape, the 500-row cap (checked before any
+ * work), per-row outcomes and their counts.
+ */
+import { ApiError } from '../errors.ts';
+
+export const MAX_BATCH_ROWS = 500;
+
+export type WriteMode = 'put' | 'post' | 'patch';
+export type RowStatus = 'created' | 'updated' | 'unchanged' | 'rejected';
+
+export interface Rejection {
+  readonly code: string;
+  readonly message: string;
+}
+
+export const reject = (code: string, message: string): Rejection => ({ code, message });
+
+/** The rows of `{ <key>: [ … ] }`, or a request-level error. */
+export function batchRows(body: unknown, key: 'students' | 'cohorts'): unknown[] {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new ApiError(400, 'INVALID_BODY', `The body must be a JSON object of the form {"${key}": [...]}.`);
+  }
+  const rows = (body as Record<string, unknown>)[key];
+  if (!Array.isArray(rows)) throw new ApiError(400, 'INVALID_BODY', `The body lacks the "${key}" array.`);
+  if (rows.length > MAX_BATCH_ROWS) {
+    throw new ApiError(413, 'BATCH_TOO_LARGE', `A batch holds at most ${MAX_BATCH_ROWS} rows; this one has ${rows.length}. Nothing was written.`,
+      null, 'Split the rows into batches of 200 to 500.');
+  }
+  return rows;
+}
+
+export function countOutcomes(results: readonly { status: RowStatus }[]): Record<RowStatus, number> {
+  const counts: Record<RowStatus, number> = { created: 0, updated: 0, unchanged: 0, rejected: 0 };
+  for (const r of results) counts[r.status]++;
+  return counts;
+}
+
+/** Names sent in any row that the record does not hold, sorted. */
+export function droppedFields(rows: readonly unknown[], held: ReadonlySet<string>): string[] {
+  const dropped = new Set<string>();
+  for (const row of rows) {
+    if (row && typeof row === 'object' && !Array.isArray(row)) {
+      for (const key of Object.keys(row)) if (!held.has(key)) dropped.add(key);
+    }
+  }
+  return [...dropped].sort();
+}
+
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** A real calendar date in `YYYY-MM-DD` form. */
+export function isIsoDate(value: unknown): value is string {
+  if (typeof value !== 'string') return false;
+  const match = ISO_DATE.exec(value);
+  if (!match) return false;
+  const date = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
+  return date.getUTCFullYear() === Number(match[1]) && date.getUTCMonth() === Number(match[2]) - 1 && date.getUTCDate() === Number(match[3]);
+}
+
+export const isBlank = (value: string) => value.trim() === '';

@@ -1,0 +1,85 @@
+/**
+ * One batch, one transaction: validate every row, lock the university, load the state of the
+ * whole batch, decide each row in pure code, apply set-based. A row that lost a race on a
+ * service-wide unique address is decided once more; if it loses again it is CONCURRENT_WRITE.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Database } from '../db/database.ts';
+import { lockUniversity } from '../db/locks.ts';
+import { todayUtc } from '../domain/alumni.ts';
+import { type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
+import { applyCohortChanges, loadCohortState } from './cohort-store.ts';
+import { COHORT_FIELDS, type CohortResult, type CohortRow, cohortResult, decideCohortBatch, validateCohortRow } from './cohorts.ts';
+import { applyStudentChanges, loadStudentState } from './student-store.ts';
+import {
+  STUDENT_FIELDS, type StudentDecision, type StudentResult, type StudentRow, decideStudentBatch, studentResult, validateStudentRow,
+} from './students.ts';
+
+/** Internal retries before a row that keeps losing a race is reported CONCURRENT_WRITE. */
+export const RACE_RETRIES = 1;
+
+/**
+ * Runs `attempt` over the pending rows until none lose, at most 1 + retries times; returns
+ * the rows that lost every time.
+ */
+export async function settleRaces<R extends { index: number }>(rows: readonly R[], attempt: (pending: readonly R[]) => Promise<Set<number>>, retries = RACE_RETRIES): Promise<R[]> {
+  let pending = rows;
+  for (let round = 0; round <= retries && pending.length > 0; round++) {
+    const lost = await attempt(pending);
+    pending = pending.filter((r) => lost.has(r.index));
+  }
+  return [...pending];
+}
+
+const isChange = (d: StudentDecision): d is Extract<StudentDecision, { kind: 'create' | 'update' }> => d.kind === 'create' || d.kind === 'update';
+
+export async function writeStudents(db: Database, universityId: string, mode: WriteMode, body: unknown) {
+  const raw = batchRows(body, 'students');
+  const results: StudentResult[] = [];
+  const rows: StudentRow[] = [];
+  raw.forEach((row, index) => {
+    const validated = validateStudentRow(row, index, mode);
+    if ('ok' in validated) rows.push(validated.ok);
+    else results[index] = { email: validated.sentEmail, status: 'rejected', ...validated.rejected };
+  });
+  const context = { mode, today: todayUtc(), newId: randomUUID };
+  await db.asPartner({ universityIds: [universityId] }, async (tx) => {
+    await lockUniversity(tx, universityId);
+    const losers = await settleRaces(rows, async (pending) => {
+      const state = await loadStudentState(tx, universityId, pending);
+      const decisions = decideStudentBatch(pending, state, context);
+      const lost = await applyStudentChanges(tx, universityId, decisions.filter(isChange));
+      for (const d of decisions) if (!lost.has(d.row.index)) results[d.row.index] = studentResult(d);
+      return lost;
+    });
+    for (const row of losers) {
+      results[row.index] = { email: row.sentEmail, status: 'rejected', ...reject('CONCURRENT_WRITE', 'Another write took this address at the same moment; retry the row.') };
+    }
+  });
+  return {
+    counts: countOutcomes(results),
+    cohorts_created: 0,
+    invitations_sent: 0,
+    dropped_fields: droppedFields(raw, STUDENT_FIELDS),
+    results,
+  };
+}
+
+export async function writeCohorts(db: Database, universityId: string, mode: WriteMode, body: unknown) {
+  const raw = batchRows(body, 'cohorts');
+  const results: CohortResult[] = [];
+  const rows: CohortRow[] = [];
+  raw.forEach((row, index) => {
+    const validated = validateCohortRow(row, index, mode);
+    if ('ok' in validated) rows.push(validated.ok);
+    else results[index] = { name: validated.name, status: 'rejected', ...validated.rejected };
+  });
+  await db.asPartner({ universityIds: [universityId] }, async (tx) => {
+    await lockUniversity(tx, universityId);
+    const state = await loadCohortState(tx, universityId, rows);
+    const decisions = decideCohortBatch(rows, state, mode, randomUUID);
+    await applyCohortChanges(tx, universityId, state, decisions);
+    for (const d of decisions) results[d.row.index] = cohortResult(d);
+  });
+  return { counts: countOutcomes(results), dropped_fields: droppedFields(raw, COHORT_FIELDS), results };
+}

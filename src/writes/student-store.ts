@@ -1,0 +1,134 @@
+/**
+ * The database side of a student batch: the current state of every row at once (four
+ * set-based queries), and the decisions applied with set-based statements.
+ */
+import { createHash } from 'node:crypto';
+import { arrayLiteral } from '../db/array-literal.ts';
+import type { Queryable } from '../db/store.ts';
+import { recordAlumniHistory } from '../domain/students.ts';
+import type { CohortRef, EmailOwner, StudentBatchState, StudentDecision, StudentRecord, StudentRow } from './students.ts';
+
+const sha256Hex = (value: string) => createHash('sha256').update(value, 'utf8').digest('hex');
+
+interface StudentRecordRow {
+  id: string;
+  email: string;
+  external_id: string | null;
+  first_name: string;
+  last_name: string;
+  phone: string | null;
+  graduation_date: string | null;
+  is_alumni: boolean;
+  cohort_id: string | null;
+  cohort_end_date: string | null;
+  secondary_emails: string[];
+}
+
+export async function loadStudentState(tx: Queryable, universityId: string, rows: readonly StudentRow[]): Promise<StudentBatchState> {
+  const emails = arrayLiteral([...new Set(rows.map((r) => r.email))]);
+  const externalIds = [...new Set(rows.flatMap((r) => (r.externalId ? [r.externalId] : [])))];
+  const cohortNames = arrayLiteral([...new Set(rows.flatMap((r) => (r.cohortName ? [r.cohortName] : [])))]);
+
+  const students = await tx.query<StudentRecordRow>(
+    `select s.id, s.email, s.external_id, s.first_name, s.last_name, s.phone, s.graduation_date::text, s.is_alumni,
+            s.cohort_id, c.end_date::text as cohort_end_date,
+            array(select se.email from secondary_emails se where se.student_id = s.id order by se.email) as secondary_emails
+     from students s left join cohorts c on c.id = s.cohort_id
+     where s.university_id = $1
+       and (s.email = any($2::text[]) or s.external_id = any($3::text[])
+            or s.id in (select se.student_id from secondary_emails se where se.email = any($2::text[])))`,
+    [universityId, emails, arrayLiteral(externalIds)],
+  );
+  const owners = await tx.query<{ email: string; kind: EmailOwner['kind']; in_scope: boolean; erased: boolean }>(
+    'select email, kind, in_scope, erased from pds_email_owners($1::text[])', [emails]);
+  const erased = await tx.query<{ hash: string }>(
+    `select erased_external_id_hash as hash from accounts where university_id = $1 and erased_external_id_hash = any($2::text[])`,
+    [universityId, arrayLiteral(externalIds.map(sha256Hex))]);
+  const cohorts = await tx.query<{ id: string; name: string; end_date: string }>(
+    'select id, name, end_date::text from cohorts where university_id = $1 and name = any($2::text[]) order by id',
+    [universityId, cohortNames]);
+
+  const byEmail = new Map<string, StudentRecord>();
+  const byExternalId = new Map<string, StudentRecord>();
+  for (const s of students) {
+    const record: StudentRecord = {
+      id: s.id, email: s.email, externalId: s.external_id, firstName: s.first_name, lastName: s.last_name, phone: s.phone,
+      graduationDate: s.graduation_date, isAlumni: s.is_alumni, cohortId: s.cohort_id, cohortEndDate: s.cohort_end_date,
+      secondaryEmails: s.secondary_emails,
+    };
+    byEmail.set(s.email, record);
+    for (const secondary of s.secondary_emails) byEmail.set(secondary, record);
+    if (s.external_id) byExternalId.set(s.external_id, record);
+  }
+  const emailOwners = new Map<string, EmailOwner[]>();
+  for (const o of owners) emailOwners.set(o.email, [...(emailOwners.get(o.email) ?? []), { kind: o.kind, inScope: o.in_scope, erased: o.erased }]);
+  const erasedHashes = new Set(erased.map((e) => e.hash));
+  const cohortsByName = new Map<string, CohortRef[]>();
+  for (const c of cohorts) cohortsByName.set(c.name, [...(cohortsByName.get(c.name) ?? []), { id: c.id, endDate: c.end_date }]);
+  return {
+    byEmail, byExternalId, emailOwners, cohortsByName,
+    erasedExternalIds: new Set(externalIds.filter((x) => erasedHashes.has(sha256Hex(x)))),
+  };
+}
+
+type Change = Extract<StudentDecision, { kind: 'create' | 'update' }>;
+
+/**
+ * Applies the changes; returns the rows that lost a race on a service-wide unique address
+ * (another university took the address between our read and our write). Nothing is written
+ * for those rows; the caller decides them again.
+ */
+export async function applyStudentChanges(tx: Queryable, universityId: string, changes: readonly Change[]): Promise<Set<number>> {
+  const lost = new Set<number>();
+  const creates = changes.filter((c) => c.kind === 'create');
+  if (creates.length > 0) {
+    const inserted = await tx.query<{ id: string }>(
+      `insert into accounts (id, kind, university_id, email)
+       select id, 'student', $1, email from unnest($2::uuid[], $3::text[]) as x(id, email)
+       on conflict do nothing returning id`,
+      [universityId, arrayLiteral(creates.map((c) => c.id)), arrayLiteral(creates.map((c) => c.values.email))]);
+    const won = new Set(inserted.map((r) => r.id));
+    for (const c of creates) if (!won.has(c.id)) lost.add(c.row.index);
+  }
+  const secondaries = changes.filter((c) => c.secondaryEmail !== null && !lost.has(c.row.index));
+  if (secondaries.length > 0) {
+    const inserted = await tx.query<{ email: string }>(
+      `insert into secondary_emails (email, student_id, university_id)
+       select email, student_id, $1 from unnest($2::text[], $3::uuid[]) as x(email, student_id)
+       on conflict do nothing returning email`,
+      [universityId, arrayLiteral(secondaries.map((c) => c.secondaryEmail)), arrayLiteral(secondaries.map((c) => c.id))]);
+    const won = new Set(inserted.map((r) => r.email));
+    for (const c of secondaries) if (!won.has(c.secondaryEmail!)) lost.add(c.row.index);
+  }
+  const kept = changes.filter((c) => !lost.has(c.row.index));
+  const columns = (list: readonly Change[]) => [
+    arrayLiteral(list.map((c) => c.id)),
+    arrayLiteral(list.map((c) => c.values.cohortId)),
+    arrayLiteral(list.map((c) => c.values.firstName)),
+    arrayLiteral(list.map((c) => c.values.lastName)),
+    arrayLiteral(list.map((c) => c.values.externalId)),
+    arrayLiteral(list.map((c) => c.values.phone)),
+    arrayLiteral(list.map((c) => c.values.graduationDate)),
+    arrayLiteral(list.map((c) => String(c.values.isAlumni))),
+  ];
+  const rowsOf = `unnest($2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::date[], $9::boolean[])
+    as u(id, cohort_id, first_name, last_name, external_id, phone, graduation_date, is_alumni)`;
+  const inserts = kept.filter((c) => c.kind === 'create');
+  if (inserts.length > 0) {
+    await tx.query(
+      `insert into students (id, university_id, cohort_id, email, first_name, last_name, external_id, phone, graduation_date, is_alumni)
+       select u.id, $1, u.cohort_id, a.email, u.first_name, u.last_name, u.external_id, u.phone, u.graduation_date, u.is_alumni
+       from ${rowsOf} join accounts a on a.id = u.id`,
+      [universityId, ...columns(inserts)]);
+  }
+  const updates = kept.filter((c) => c.kind === 'update');
+  if (updates.length > 0) {
+    await tx.query(
+      `update students s set cohort_id = u.cohort_id, first_name = u.first_name, last_name = u.last_name,
+         external_id = u.external_id, phone = u.phone, graduation_date = u.graduation_date, is_alumni = u.is_alumni, updated_at = now()
+       from ${rowsOf} where s.id = u.id and s.university_id = $1`,
+      [universityId, ...columns(updates)]);
+  }
+  await recordAlumniHistory(tx, kept.flatMap((c) => c.history.map((h) => ({ ...h, universityId, studentId: c.id }))));
+  return lost;
+}

@@ -1,0 +1,252 @@
+/**
+ * The pure parts of batch writes, table-driven: validation, per-row decisions over an
+ * in-memory state (every code, every line of the is_alumni table), and the race-retry rule.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { WriteMode } from '../src/writes/batch.ts';
+import { type CohortBatchState, type CohortRecord, decideCohortBatch, validateCohortRow } from '../src/writes/cohorts.ts';
+import { settleRaces } from '../src/writes/run.ts';
+import {
+  type EmailOwner, type StudentBatchState, type StudentRecord, type StudentRow, decideStudentBatch, decideStudentRow, validateStudentRow,
+} from '../src/writes/students.ts';
+
+const TODAY = '2026-11-22';
+const ENDED = { id: 'c-ended', endDate: '2022-06-30' };
+const RUNNING = { id: 'c-running', endDate: '2999-06-30' };
+
+const ada: StudentRecord = {
+  id: 's-ada', email: 'ada@u.edu', externalId: 'A1', firstName: 'Ada', lastName: 'Lovelace', phone: null,
+  graduationDate: null, isAlumni: false, cohortId: RUNNING.id, cohortEndDate: RUNNING.endDate, secondaryEmails: ['ada.alt@u.edu'],
+};
+const bob: StudentRecord = { ...ada, id: 's-bob', email: 'bob@u.edu', externalId: null, secondaryEmails: [] };
+const carol: StudentRecord = { ...ada, id: 's-carol', email: 'carol@u.edu', externalId: 'C1', isAlumni: true, secondaryEmails: [] };
+
+const owners: [string, EmailOwner][] = [
+  ['elsewhere@v.edu', { kind: 'student', inScope: false, erased: false }],
+  ['staff@u.edu', { kind: 'staff', inScope: true, erased: false }],
+  ['seeker@mail.com', { kind: 'self_serve', inScope: false, erased: false }],
+  ['erased@u.edu', { kind: 'student', inScope: true, erased: true }],
+];
+
+const state: StudentBatchState = {
+  byEmail: new Map([[ada.email, ada], ['ada.alt@u.edu', ada], [bob.email, bob], [carol.email, carol]]),
+  byExternalId: new Map([['A1', ada], ['C1', carol]]),
+  emailOwners: new Map(owners.map(([email, owner]) => [email, [owner]])),
+  erasedExternalIds: new Set(['GONE']),
+  cohortsByName: new Map([['ended', [ENDED]], ['running', [RUNNING]], ['twin', [ENDED, RUNNING]]]),
+};
+
+let ids = 0;
+const context = (mode: WriteMode) => ({ mode, today: TODAY, newId: () => `new-${++ids}` });
+
+function row(fields: Record<string, unknown>, mode: WriteMode = 'put'): StudentRow {
+  const validated = validateStudentRow({ first_name: 'N', last_name: 'M', cohort_name: 'running', is_alumni: false, ...fields }, 0, mode);
+  assert.ok('ok' in validated, JSON.stringify(validated));
+  return validated.ok;
+}
+const patchRow = (fields: Record<string, unknown>) => {
+  const validated = validateStudentRow(fields, 0, 'patch');
+  assert.ok('ok' in validated, JSON.stringify(validated));
+  return validated.ok;
+};
+const decide = (r: StudentRow, mode: WriteMode) => decideStudentRow(r, state, context(mode));
+const codeOf = (r: StudentRow, mode: WriteMode) => {
+  const d = decide(r, mode);
+  return d.kind === 'reject' ? d.rejection.code : d.kind;
+};
+
+describe('validateStudentRow', () => {
+  const cases: [string, Record<string, unknown>, WriteMode, string | null][] = [
+    ['a full create row', { email: ' Ada@U.edu ', first_name: 'A', last_name: 'L', cohort_name: 'x', is_alumni: true }, 'post', null],
+    ['PATCH needs only the email', { email: 'a@u.edu' }, 'patch', null],
+    ['no email', { first_name: 'A' }, 'patch', 'INVALID_EMAIL'],
+    ['email not a string', { email: 7 }, 'patch', 'INVALID_EMAIL'],
+    ['email without a domain dot', { email: 'a@u' }, 'patch', 'INVALID_EMAIL'],
+    ['create without last_name', { email: 'a@u.edu', first_name: 'A', cohort_name: 'x', is_alumni: true }, 'put', 'MISSING_NAME'],
+    ['a blank name on PATCH', { email: 'a@u.edu', first_name: ' ' }, 'patch', 'MISSING_NAME'],
+    ['a phone without +', { email: 'a@u.edu', phone: '447700900123' }, 'patch', 'INVALID_PHONE'],
+    ['a phone that is a number', { email: 'a@u.edu', phone: 447700900123 }, 'patch', 'INVALID_PHONE'],
+    ['a null phone clears', { email: 'a@u.edu', phone: null }, 'patch', null],
+    ['create without cohort_name', { email: 'a@u.edu', first_name: 'A', last_name: 'L', is_alumni: true }, 'post', 'MISSING_COHORT'],
+    ['cohort_name null on PATCH', { email: 'a@u.edu', cohort_name: null }, 'patch', 'MISSING_COHORT'],
+    ['create without is_alumni', { email: 'a@u.edu', first_name: 'A', last_name: 'L', cohort_name: 'x' }, 'put', 'MISSING_IS_ALUMNI'],
+    ['is_alumni null on create', { email: 'a@u.edu', first_name: 'A', last_name: 'L', cohort_name: 'x', is_alumni: null }, 'post', 'MISSING_IS_ALUMNI'],
+    ['is_alumni null on PATCH', { email: 'a@u.edu', is_alumni: null }, 'patch', 'INVALID_FIELD'],
+    ['an impossible date', { email: 'a@u.edu', graduation_date: '2023-02-29' }, 'patch', 'INVALID_FIELD'],
+    ['a date in another form', { email: 'a@u.edu', graduation_date: '06/30/2023' }, 'patch', 'INVALID_FIELD'],
+    ['a blank external_id', { email: 'a@u.edu', external_id: ' ' }, 'patch', 'INVALID_FIELD'],
+    ['a row that is not an object', [] as unknown as Record<string, unknown>, 'patch', 'INVALID_FIELD'],
+  ];
+  for (const [name, fields, mode, code] of cases) {
+    test(`${name} → ${code ?? 'valid'}`, () => {
+      const validated = validateStudentRow(fields, 0, mode);
+      assert.equal('rejected' in validated ? validated.rejected.code : null, code);
+    });
+  }
+  test('the email is trimmed and lower-cased but the sent form is kept for the result', () => {
+    const validated = validateStudentRow({ email: ' Ada@U.edu ' }, 0, 'patch');
+    assert.ok('ok' in validated);
+    assert.deepEqual([validated.ok.email, validated.ok.sentEmail], ['ada@u.edu', ' Ada@U.edu ']);
+  });
+});
+
+describe('decideStudentRow: matching and codes', () => {
+  const cases: [string, StudentRow, WriteMode, string][] = [
+    ['a new address creates on PUT', row({ email: 'new@u.edu' }), 'put', 'create'],
+    ['a new address creates on POST', row({ email: 'new@u.edu' }), 'post', 'create'],
+    ['PATCH never creates', patchRow({ email: 'new@u.edu', first_name: 'X' }), 'patch', 'NOT_FOUND'],
+    ['POST of an existing student', row({ email: 'ada@u.edu' }), 'post', 'ALREADY_EXISTS'],
+    ['another university\'s address', row({ email: 'elsewhere@v.edu' }), 'put', 'EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY'],
+    ['a staff address', row({ email: 'staff@u.edu' }), 'put', 'EMAIL_BELONGS_TO_NON_STUDENT'],
+    ['a self-serve address', row({ email: 'seeker@mail.com' }), 'post', 'EMAIL_BELONGS_TO_EXISTING_ACCOUNT'],
+    ['an erased address', row({ email: 'erased@u.edu' }), 'put', 'ACCOUNT_DELETED'],
+    ['an erased address on PATCH', patchRow({ email: 'erased@u.edu', first_name: 'X' }), 'patch', 'ACCOUNT_DELETED'],
+    ['an erased external_id', row({ email: 'new@u.edu', external_id: 'GONE' }), 'put', 'ACCOUNT_DELETED'],
+    ['external_id of A with the email of B', row({ email: 'bob@u.edu', external_id: 'A1' }), 'put', 'EXTERNAL_ID_CONFLICT'],
+    ['an unknown external_id with the email of a keyed student', row({ email: 'ada@u.edu', external_id: 'Z9' }), 'put', 'EXTERNAL_ID_CONFLICT'],
+    ['external_id of A with a staff address', row({ email: 'staff@u.edu', external_id: 'A1' }), 'put', 'EMAIL_BELONGS_TO_NON_STUDENT'],
+    ['no such cohort', row({ email: 'new@u.edu', cohort_name: 'nope' }), 'put', 'COHORT_NOT_FOUND'],
+    ['a shared cohort name', row({ email: 'new@u.edu', cohort_name: 'twin' }), 'put', 'COHORT_NAME_AMBIGUOUS'],
+    ['a move to a shared name', patchRow({ email: 'ada@u.edu', cohort_name: 'twin' }), 'patch', 'COHORT_NAME_AMBIGUOUS'],
+    ['the same values again', row({ email: 'ada@u.edu', first_name: 'Ada', last_name: 'Lovelace', external_id: 'A1' }), 'put', 'unchanged'],
+    ['a secondary address matches its student', patchRow({ email: 'ada.alt@u.edu' }), 'patch', 'unchanged'],
+  ];
+  for (const [name, r, mode, expected] of cases) test(`${name} → ${expected}`, () => assert.equal(codeOf(r, mode), expected));
+
+  test('external_id of A with an unknown email: A, a secondary address and a note', () => {
+    const d = decide(row({ email: 'ada.new@u.edu', external_id: 'A1', first_name: 'Ada', last_name: 'Lovelace' }), 'put');
+    assert.equal(d.kind, 'update');
+    assert.ok(d.kind === 'update');
+    assert.deepEqual([d.id, d.secondaryEmail, d.values.email], ['s-ada', 'ada.new@u.edu', 'ada@u.edu']);
+    assert.match(d.notes[0], /secondary address/);
+  });
+
+  test('an unknown external_id is set on the email\'s student that has none', () => {
+    const d = decide(patchRow({ email: 'bob@u.edu', external_id: 'B7' }), 'patch');
+    assert.ok(d.kind === 'update');
+    assert.equal(d.values.externalId, 'B7');
+  });
+
+  test('later rows with the same email, external_id or student are DUPLICATE_IN_BATCH', () => {
+    const rows = [row({ email: 'x@u.edu', external_id: 'X1' }), row({ email: 'x@u.edu' }), row({ email: 'y@u.edu', external_id: 'X1' }),
+      patchRow({ email: 'ada@u.edu', last_name: 'L1' }), patchRow({ email: 'ada.alt@u.edu', last_name: 'L2' })].map((r, index) => ({ ...r, index }));
+    const decisions = decideStudentBatch(rows, state, context('put'));
+    assert.deepEqual(decisions.map((d) => (d.kind === 'reject' ? d.rejection.code : d.kind)),
+      ['create', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH', 'update', 'DUPLICATE_IN_BATCH']);
+  });
+});
+
+describe('decideStudentRow: the is_alumni table', () => {
+  const flagAfter = (d: ReturnType<typeof decide>) => (d.kind === 'create' || d.kind === 'update' ? d.values.isAlumni : null);
+  const historyOf = (d: ReturnType<typeof decide>) => (d.kind === 'create' || d.kind === 'update' ? d.history.map((h) => `${h.reason}:${h.isAlumni}`) : []);
+
+  test('partner is_alumni true on create: set at once, partner_api_push entry', () => {
+    const d = decide(row({ email: 'n1@u.edu', is_alumni: true, cohort_name: 'ended' }), 'put');
+    assert.equal(flagAfter(d), true);
+    assert.deepEqual(historyOf(d), ['cohort_enrolment:true', 'partner_api_push:true']);
+  });
+  test('partner is_alumni false on update: cleared at once, partner_api_push entry', () => {
+    const d = decide(patchRow({ email: 'carol@u.edu', is_alumni: false }), 'patch');
+    assert.equal(flagAfter(d), false);
+    assert.deepEqual(historyOf(d), ['partner_api_push:false']);
+  });
+  test('partner is_alumni true on update: set at once', () => {
+    const d = decide(patchRow({ email: 'ada@u.edu', is_alumni: true }), 'patch');
+    assert.equal(flagAfter(d), true);
+    assert.deepEqual(historyOf(d), ['partner_api_push:true']);
+  });
+  test('is_alumni omitted on PATCH: the flag is untouched', () => {
+    const d = decide(patchRow({ email: 'carol@u.edu', phone: '+15551234567' }), 'patch');
+    assert.equal(flagAfter(d), true);
+    assert.deepEqual(historyOf(d), []);
+  });
+  test('is_alumni omitted on create: the row is refused', () => {
+    const validated = validateStudentRow({ email: 'n@u.edu', first_name: 'A', last_name: 'B', cohort_name: 'running' }, 0, 'put');
+    assert.ok('rejected' in validated && validated.rejected.code === 'MISSING_IS_ALUMNI');
+  });
+  test('only graduation_date: stored, flag untouched, no derivation', () => {
+    const d = decide(patchRow({ email: 'ada@u.edu', graduation_date: '2020-06-30' }), 'patch');
+    assert.ok(d.kind === 'update');
+    assert.deepEqual([d.values.graduationDate, d.values.isAlumni, d.history.length], ['2020-06-30', false, 0]);
+  });
+  test('a move into an ended cohort derives true (cohort_move)', () => {
+    const d = decide(patchRow({ email: 'ada@u.edu', cohort_name: 'ended' }), 'patch');
+    assert.equal(flagAfter(d), true);
+    assert.deepEqual(historyOf(d), ['cohort_move:true']);
+  });
+  test('a move derives first and a sent value is applied on top, with a note when they disagree', () => {
+    const d = decide(patchRow({ email: 'ada@u.edu', cohort_name: 'ended', is_alumni: false }), 'patch');
+    assert.ok(d.kind === 'update');
+    assert.equal(d.values.isAlumni, false);
+    assert.deepEqual(historyOf(d), ['cohort_move:true', 'partner_api_push:false']);
+    assert.match(d.notes[0], /applied as sent \(false\).*cohort end_date 2022-06-30 implies true/);
+  });
+  test('a move can clear a wrong true; a future graduation date outranks an ended cohort', () => {
+    assert.equal(flagAfter(decide(patchRow({ email: 'carol@u.edu', cohort_name: 'ended', graduation_date: '2999-01-01' }), 'patch')), false);
+    assert.equal(flagAfter(decide(patchRow({ email: 'carol@u.edu', cohort_name: 'ended' }), 'patch')), true);
+  });
+  test('a sent value that agrees with the dates carries no note', () => {
+    const d = decide(row({ email: 'n2@u.edu', is_alumni: true, graduation_date: '2021-06-30' }), 'put');
+    assert.deepEqual(d.kind === 'create' ? d.notes : null, []);
+  });
+});
+
+describe('cohort rows', () => {
+  const existing: CohortRecord = {
+    id: 'k1', name: 'cs', display_name: 'CS', program: 'Computer Science', degree: 'BSc', start_date: '2024-09-01', end_date: '2027-06-30',
+    intake_year: 2024, intake_term: 'Fall', campus_name: null, study_mode: null, resume_template_names: [],
+  };
+  const cohortState: CohortBatchState = {
+    cohortsByName: new Map([['cs', [existing]], ['twin', [existing, { ...existing, id: 'k2' }]]]),
+    campusIdsByName: new Map([['Main', 'campus-1']]),
+    templateNames: new Set(['Classic']),
+  };
+  const full = { display_name: 'D', program: 'P', degree: 'BSc', start_date: '2025-09-01', end_date: '2028-06-30', intake_year: 2025, intake_term: 'Spring' };
+  const outcome = (rows: Record<string, unknown>[], mode: WriteMode) => {
+    const valid = [];
+    const codes: string[] = [];
+    for (const [index, r] of rows.entries()) {
+      const v = validateCohortRow(r, index, mode);
+      if ('ok' in v) valid.push(v.ok);
+      else codes[index] = v.rejected.code;
+    }
+    for (const d of decideCohortBatch(valid, cohortState, mode, () => 'new')) codes[d.row.index] = d.kind === 'reject' ? d.rejection.code : d.kind;
+    return codes;
+  };
+  const cases: [string, Record<string, unknown>[], WriteMode, string[]][] = [
+    ['PUT of a known name still needs every create field', [{ name: 'new', ...full }, { name: 'new', display_name: 'E' }], 'put', ['create', 'MISSING_FIELD']],
+    ['PUT then PATCH-like row in one batch', [{ name: 'new', ...full }, { name: 'new', ...full, display_name: 'E' }], 'put', ['create', 'update']],
+    ['POST of an existing name', [{ name: 'cs', ...full }], 'post', ['ALREADY_EXISTS']],
+    ['PATCH of an unknown name', [{ name: 'zz', display_name: 'x' }], 'patch', ['NOT_FOUND']],
+    ['a shared name', [{ name: 'twin', display_name: 'x' }], 'patch', ['NAME_AMBIGUOUS']],
+    ['an unknown campus', [{ name: 'cs', campus_name: 'Atlantis' }], 'patch', ['CAMPUS_NOT_FOUND']],
+    ['an unknown template on create', [{ name: 'new', ...full, resume_template_names: ['Fancy'] }], 'put', ['UNKNOWN_TEMPLATE']],
+    ['an unknown template on update', [{ name: 'cs', resume_template_names: ['Fancy'] }], 'patch', ['update']],
+    ['one date inverting the stored range', [{ name: 'cs', start_date: '2027-07-01' }], 'patch', ['INVALID_DATE_RANGE']],
+    ['nothing new', [{ name: 'cs', display_name: 'CS' }], 'patch', ['unchanged']],
+    ['null on a required field', [{ name: 'cs', degree: null }], 'patch', ['INVALID_FIELD']],
+    ['an intake term outside the four', [{ name: 'new', ...full, intake_term: 'fall' }], 'put', ['INVALID_FIELD']],
+    ['a blank name', [{ name: '', ...full }], 'put', ['INVALID_NAME']],
+  ];
+  for (const [name, rows, mode, expected] of cases) test(`${name} → ${expected.join(', ')}`, () => assert.deepEqual(outcome(rows, mode), expected));
+});
+
+describe('settleRaces: a row that loses twice is reported', () => {
+  const rows = [{ index: 0 }, { index: 1 }, { index: 2 }];
+  test('a row that loses once is decided again and settles', async () => {
+    let round = 0;
+    const losers = await settleRaces(rows, async (pending) => (round++ === 0 ? new Set(pending.filter((r) => r.index === 1).map((r) => r.index)) : new Set()));
+    assert.deepEqual(losers, []);
+    assert.equal(round, 2);
+  });
+  test('a row that loses on the retry too is left for CONCURRENT_WRITE', async () => {
+    const attempts: number[][] = [];
+    const losers = await settleRaces(rows, async (pending) => {
+      attempts.push(pending.map((r) => r.index));
+      return new Set([2]);
+    });
+    assert.deepEqual(losers, [{ index: 2 }]);
+    assert.deepEqual(attempts, [[0, 1, 2], [2]]);
+  });
+});
