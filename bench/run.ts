@@ -4,6 +4,7 @@
  */
 import { benchDeepPages } from './read-depth.ts';
 import { benchReadPages } from './read-page.ts';
+import { benchWritesOnPglite, benchWritesOnPostgres } from './writes.ts';
 import { createBenchDatabase } from './support.ts';
 
 const STUDENTS = Number(process.env.BENCH_STUDENTS ?? 100_000);
@@ -13,6 +14,8 @@ const bench = await createBenchDatabase('pds_bench', STUDENTS);
 try {
   await benchReadPages(bench, 18_081);
   await benchDeepPages(bench, 18_082);
+  await benchWritesOnPostgres(bench.url);
 } finally {
   await bench.drop();
 }
+await benchWritesOnPglite();

@@ -144,7 +144,8 @@ describe('decideStudentRow: the is_alumni table', () => {
   test('partner is_alumni true on create: set at once, partner_api_push entry', () => {
     const d = decide(row({ email: 'n1@u.edu', is_alumni: true, cohort_name: 'ended' }), 'put');
     assert.equal(flagAfter(d), true);
-    assert.deepEqual(historyOf(d), ['cohort_enrolment:true', 'partner_api_push:true']);
+    assert.deepEqual(historyOf(d), ['partner_api_push:true']);
+    assert.deepEqual(historyOf(decide(row({ email: 'n3@u.edu', is_alumni: false, cohort_name: 'ended' }), 'put')), ['cohort_enrolment:true', 'partner_api_push:false']);
   });
   test('partner is_alumni false on update: cleared at once, partner_api_push entry', () => {
     const d = decide(patchRow({ email: 'carol@u.edu', is_alumni: false }), 'patch');

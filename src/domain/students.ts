@@ -103,7 +103,8 @@ export function eraseStudent(db: Database, studentId: string): Promise<void> {
   return db.asOperator(async (tx) => {
     await lockedStudent(tx, studentId);
     await tx.query(
-      `with erased as (delete from students where id = $1 returning id, email, external_id)
+      `with history as (delete from alumni_flag_history where student_id = $1),
+       erased as (delete from students where id = $1 returning id, email, external_id)
        update accounts a set email = null, erased_at = now(),
          erased_email_hash = encode(sha256(convert_to(e.email, 'UTF8')), 'hex'),
          erased_external_id_hash = case when e.external_id is null then null

@@ -44,7 +44,10 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
   });
   const context = { mode, today: todayUtc(), newId: randomUUID };
   await db.asPartner({ universityIds: [universityId] }, async (tx) => {
-    await lockUniversity(tx, universityId);
+    // Not awaited: statements on one connection run in order, so the lock is held before the
+    // state is read, and the two travel in one pipeline.
+    const locked = lockUniversity(tx, universityId);
+    locked.catch(() => {});
     const losers = await settleRaces(rows, async (pending) => {
       const state = await loadStudentState(tx, universityId, pending);
       const decisions = decideStudentBatch(pending, state, context);
@@ -52,6 +55,7 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
       for (const d of decisions) if (!lost.has(d.row.index)) results[d.row.index] = studentResult(d);
       return lost;
     });
+    await locked;
     for (const row of losers) {
       results[row.index] = { email: row.sentEmail, status: 'rejected', ...reject('CONCURRENT_WRITE', 'Another write took this address at the same moment; retry the row.') };
     }

@@ -29,21 +29,35 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
   const externalIds = [...new Set(rows.flatMap((r) => (r.externalId ? [r.externalId] : [])))];
   const cohortNames = arrayLiteral([...new Set(rows.flatMap((r) => (r.cohortName ? [r.cohortName] : [])))]);
 
+  // One index lookup per way of matching, rather than an OR no index serves.
   const students = await tx.query<StudentRecordRow>(
-    `select s.id, s.email, s.external_id, s.first_name, s.last_name, s.phone, s.graduation_date::text, s.is_alumni,
-            s.cohort_id, c.end_date::text as cohort_end_date,
-            array(select se.email from secondary_emails se where se.student_id = s.id order by se.email) as secondary_emails
-     from students s left join cohorts c on c.id = s.cohort_id
-     where s.university_id = $1
-       and (s.email = any($2::text[]) or s.external_id = any($3::text[])
-            or s.id in (select se.student_id from secondary_emails se where se.email = any($2::text[])))`,
+    `with matched as (
+       select s.id from unnest($2::text[]) as x(email) join students s on s.email = x.email and s.university_id = $1
+       union select s.id from unnest($3::text[]) as x(external_id) join students s on s.university_id = $1 and s.external_id = x.external_id
+       union select se.student_id from unnest($2::text[]) as x(email) join secondary_emails se on se.email = x.email and se.university_id = $1),
+     secondary as (
+       select student_id, array_agg(email order by email) as emails from secondary_emails
+       where student_id in (select id from matched) group by student_id)
+     select s.id, s.email, s.external_id, s.first_name, s.last_name, s.phone, s.graduation_date::text, s.is_alumni,
+            s.cohort_id, c.end_date::text as cohort_end_date, coalesce(se.emails, '{}') as secondary_emails
+     from matched m join students s on s.id = m.id
+     left join cohorts c on c.id = s.cohort_id
+     left join secondary se on se.student_id = s.id`,
     [universityId, emails, arrayLiteral(externalIds)],
   );
-  const owners = await tx.query<{ email: string; kind: EmailOwner['kind']; in_scope: boolean; erased: boolean }>(
-    'select email, kind, in_scope, erased from pds_email_owners($1::text[])', [emails]);
-  const erased = await tx.query<{ hash: string }>(
-    `select erased_external_id_hash as hash from accounts where university_id = $1 and erased_external_id_hash = any($2::text[])`,
-    [universityId, arrayLiteral(externalIds.map(sha256Hex))]);
+  const matchedEmails = new Set(students.flatMap((s) => [s.email, ...s.secondary_emails]));
+  const matchedExternalIds = new Set(students.flatMap((s) => (s.external_id ? [s.external_id] : [])));
+  const unmatchedExternalIds = externalIds.filter((x) => !matchedExternalIds.has(x));
+  // Only addresses and numbers not found at the university can belong to anyone else; the
+  // two lookups travel in one pipeline.
+  const [owners, erased] = await Promise.all([
+    tx.query<{ email: string; kind: EmailOwner['kind']; in_scope: boolean; erased: boolean }>(
+      'select email, kind, in_scope, erased from pds_email_owners($1::text[])',
+      [arrayLiteral([...new Set(rows.map((r) => r.email))].filter((e) => !matchedEmails.has(e)))]),
+    tx.query<{ hash: string }>(
+      `select erased_external_id_hash as hash from accounts where university_id = $1 and erased_external_id_hash = any($2::text[])`,
+      [universityId, arrayLiteral(unmatchedExternalIds.map(sha256Hex))]),
+  ]);
   const cohorts = await tx.query<{ id: string; name: string; end_date: string }>(
     'select id, name, end_date::text from cohorts where university_id = $1 and name = any($2::text[]) order by id',
     [universityId, cohortNames]);
@@ -67,7 +81,7 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
   for (const c of cohorts) cohortsByName.set(c.name, [...(cohortsByName.get(c.name) ?? []), { id: c.id, endDate: c.end_date }]);
   return {
     byEmail, byExternalId, emailOwners, cohortsByName,
-    erasedExternalIds: new Set(externalIds.filter((x) => erasedHashes.has(sha256Hex(x)))),
+    erasedExternalIds: new Set(unmatchedExternalIds.filter((x) => erasedHashes.has(sha256Hex(x)))),
   };
 }
 
@@ -103,6 +117,7 @@ export async function applyStudentChanges(tx: Queryable, universityId: string, c
   const kept = changes.filter((c) => !lost.has(c.row.index));
   const columns = (list: readonly Change[]) => [
     arrayLiteral(list.map((c) => c.id)),
+    arrayLiteral(list.map((c) => c.values.email)),
     arrayLiteral(list.map((c) => c.values.cohortId)),
     arrayLiteral(list.map((c) => c.values.firstName)),
     arrayLiteral(list.map((c) => c.values.lastName)),
@@ -111,14 +126,14 @@ export async function applyStudentChanges(tx: Queryable, universityId: string, c
     arrayLiteral(list.map((c) => c.values.graduationDate)),
     arrayLiteral(list.map((c) => String(c.values.isAlumni))),
   ];
-  const rowsOf = `unnest($2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::date[], $9::boolean[])
-    as u(id, cohort_id, first_name, last_name, external_id, phone, graduation_date, is_alumni)`;
+  const rowsOf = `unnest($2::uuid[], $3::text[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[], $9::date[], $10::boolean[])
+    as u(id, email, cohort_id, first_name, last_name, external_id, phone, graduation_date, is_alumni)`;
   const inserts = kept.filter((c) => c.kind === 'create');
   if (inserts.length > 0) {
     await tx.query(
       `insert into students (id, university_id, cohort_id, email, first_name, last_name, external_id, phone, graduation_date, is_alumni)
-       select u.id, $1, u.cohort_id, a.email, u.first_name, u.last_name, u.external_id, u.phone, u.graduation_date, u.is_alumni
-       from ${rowsOf} join accounts a on a.id = u.id`,
+       select u.id, $1, u.cohort_id, u.email, u.first_name, u.last_name, u.external_id, u.phone, u.graduation_date, u.is_alumni
+       from ${rowsOf}`,
       [universityId, ...columns(inserts)]);
   }
   const updates = kept.filter((c) => c.kind === 'update');

@@ -227,8 +227,9 @@ export function decideStudentRow(row: StudentRow, state: StudentBatchState, cont
         email: row.email, firstName: row.firstName!, lastName: row.lastName!, externalId: row.externalId ?? null,
         phone: row.phone ?? null, graduationDate, isAlumni, cohortId: cohort.id,
       },
-      // A new account's flag is set twice at once: by the enrolment, then by the partner's value.
-      history: [{ isAlumni: implied, reason: 'cohort_enrolment' }, { isAlumni, reason: 'partner_api_push' }],
+      // The enrolment derives the flag, then the partner's value applies on top; the history
+      // keeps the derived value only when the partner's differs from it.
+      history: [...(implied === isAlumni ? [] : [{ isAlumni: implied, reason: 'cohort_enrolment' as const }]), { isAlumni, reason: 'partner_api_push' }],
       notes: isAlumni === implied ? [] : [alumniNote(isAlumni, graduationDate, cohort.endDate, implied)],
     };
   }

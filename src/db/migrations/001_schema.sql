@@ -60,7 +60,8 @@ CREATE TABLE accounts (
   created_at timestamptz NOT NULL DEFAULT now(),
   CHECK ((email IS NULL) = (erased_at IS NOT NULL))
 );
-CREATE UNIQUE INDEX accounts_email_key ON accounts (lower(email));
+-- Addresses are stored lower-case (CHECK above), so a plain unique index is case-insensitive.
+CREATE UNIQUE INDEX accounts_email_key ON accounts (email);
 CREATE INDEX accounts_erased_email_idx ON accounts (erased_email_hash) WHERE erased_email_hash IS NOT NULL;
 CREATE INDEX accounts_erased_external_id_idx ON accounts (university_id, erased_external_id_hash)
   WHERE erased_external_id_hash IS NOT NULL;
@@ -88,7 +89,9 @@ CREATE INDEX cohorts_university_name_idx ON cohorts (university_id, name);
 
 CREATE TABLE students (
   id uuid PRIMARY KEY REFERENCES accounts(id),
-  university_id uuid NOT NULL REFERENCES universities(id),
+  -- No foreign key: RLS's WITH CHECK binds it to the token's university, and the account's own
+  -- university_id is checked; one check less per row on 500-row batches.
+  university_id uuid NOT NULL,
   cohort_id uuid REFERENCES cohorts(id),
   email text NOT NULL CHECK (email = lower(email)),
   first_name text NOT NULL,
@@ -102,7 +105,7 @@ CREATE TABLE students (
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
 );
-CREATE UNIQUE INDEX students_email_key ON students (lower(email));
+CREATE UNIQUE INDEX students_email_key ON students (email);
 CREATE UNIQUE INDEX students_external_id_key ON students (university_id, external_id) WHERE external_id IS NOT NULL;
 CREATE INDEX students_university_id_idx ON students (university_id, id);
 CREATE INDEX students_cohort_idx ON students (cohort_id);
@@ -116,11 +119,14 @@ CREATE TABLE secondary_emails (
   created_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX secondary_emails_student_idx ON secondary_emails (student_id);
+CREATE INDEX secondary_emails_university_idx ON secondary_emails (university_id);
 
+-- An append-only log written only beside the student change it records; erasure deletes a
+-- student's entries explicitly, so no per-row foreign-key check is paid on batch writes.
 CREATE TABLE alumni_flag_history (
   id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  university_id uuid NOT NULL REFERENCES universities(id),
-  student_id uuid NOT NULL REFERENCES students(id) ON DELETE CASCADE,
+  university_id uuid NOT NULL,
+  student_id uuid NOT NULL,
   is_alumni boolean NOT NULL,
   reason text NOT NULL CHECK (reason IN ('partner_api_push', 'sign_in', 'graduation_date_set', 'cohort_enrolment', 'cohort_move')),
   created_at timestamptz NOT NULL DEFAULT clock_timestamp()
@@ -336,10 +342,10 @@ CREATE FUNCTION pds_email_owners(addresses text[])
 RETURNS TABLE (email text, kind text, in_scope boolean, erased boolean)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $$
   SELECT a.email, a.kind, coalesce(a.university_id = ANY (pds_scope()), false), false
-  FROM accounts a WHERE a.email = ANY (addresses)
+  FROM unnest(addresses) AS x(address) JOIN accounts a ON a.email = x.address
   UNION ALL
   SELECT se.email, 'student', se.university_id = ANY (pds_scope()), false
-  FROM secondary_emails se WHERE se.email = ANY (addresses)
+  FROM unnest(addresses) AS x(address) JOIN secondary_emails se ON se.email = x.address
   UNION ALL
   SELECT x.address, 'student', coalesce(a.university_id = ANY (pds_scope()), false), true
   FROM unnest(addresses) AS x(address)
