@@ -4,7 +4,7 @@
  */
 import { readConfig } from './config.ts';
 import { Database } from './db/database.ts';
-import { type DemoUniversity, demoExists, issueDemoStartTokens, loadDemo } from './db/demo.ts';
+import { type DemoUniversity, demoExists, issueDemoStartTokens, loadDemoData } from './db/demo.ts';
 import { migrate } from './db/migrate.ts';
 import { openStore } from './db/store.ts';
 import { buildApp } from './http/app.ts';
@@ -16,10 +16,14 @@ const db = new Database(store, config.statementTimeoutMs);
 
 let demo: DemoUniversity | null = null;
 if (!config.databaseUrl && config.demo) {
+  // A new store gets the demo data set; every start prints fresh tokens and revokes the last ones.
   demo = await db.asOperator(async (tx) => {
-    if (await demoExists(tx)) return issueDemoStartTokens(tx);
-    const [anyUniversity] = await tx.query('select 1 from universities limit 1');
-    return anyUniversity ? null : (await loadDemo(tx)).universities[0];
+    if (!(await demoExists(tx))) {
+      const [anyUniversity] = await tx.query('select 1 from universities limit 1');
+      if (anyUniversity) return null;
+      await loadDemoData(tx);
+    }
+    return issueDemoStartTokens(tx);
   });
 }
 

@@ -80,7 +80,24 @@ export async function issueDemoStartTokens(tx: Queryable, seed: number = DEMO_DE
   return { ...row, read_token: read.token, write_token: write.token };
 }
 
+/** The demo data set with a read and a write token per university and a consortium token. */
 export async function loadDemo(tx: Queryable, options: { students?: number; seed?: number } = {}): Promise<DemoResult> {
+  const { students, seed } = await loadDemoData(tx, options);
+  const [consortium] = await tx.query<{ id: string; name: string }>(`select id, name from consortia where id = ${uuidOf(`'consortium'`)}`, [String(seed)]);
+  const tokens: DemoUniversity[] = [];
+  for (const x of UNIVERSITIES) {
+    const [row] = await tx.query<{ id: string; name: string; short_name: string }>(
+      `select id, name, short_name from universities where id = ${uuidOf(`'${x.key}'`)}`, [String(seed)]);
+    const read: IssuedToken = await issueToken(tx, { universityId: row.id, canWrite: false, label: 'demo read' });
+    const write = await issueToken(tx, { universityId: row.id, canWrite: true, label: 'demo write' });
+    tokens.push({ ...row, read_token: read.token, write_token: write.token });
+  }
+  const consortiumToken = await issueToken(tx, { consortiumId: consortium.id, label: 'demo consortium' });
+  return { seed, students, consortium: { ...consortium, read_token: consortiumToken.token }, universities: tokens };
+}
+
+/** The demo data set alone, without tokens. */
+export async function loadDemoData(tx: Queryable, options: { students?: number; seed?: number } = {}): Promise<{ students: number; seed: number }> {
   const students = options.students ?? DEMO_DEFAULTS.students;
   const seed = options.seed ?? DEMO_DEFAULTS.seed;
   // $1 is the seed and $2 the size; a statement is sent only the parameters it names.
@@ -242,16 +259,5 @@ export async function loadDemo(tx: Queryable, options: { students?: number; seed
       ${pick(`'reg:' || un || ':' || k`)} % 50, timestamptz '2026-08-01 00:00:00+00'
     from ${universities}, generate_series(1, 30) k`);
   await tx.exec('analyze');
-
-  const [consortium] = await tx.query<{ id: string; name: string }>(`select id, name from consortia where id = ${uuidOf(`'consortium'`)}`, [String(seed)]);
-  const tokens: DemoUniversity[] = [];
-  for (const x of UNIVERSITIES) {
-    const [row] = await tx.query<{ id: string; name: string; short_name: string }>(
-      `select id, name, short_name from universities where id = ${uuidOf(`'${x.key}'`)}`, [String(seed)]);
-    const read: IssuedToken = await issueToken(tx, { universityId: row.id, canWrite: false, label: 'demo read' });
-    const write = await issueToken(tx, { universityId: row.id, canWrite: true, label: 'demo write' });
-    tokens.push({ ...row, read_token: read.token, write_token: write.token });
-  }
-  const consortiumToken = await issueToken(tx, { consortiumId: consortium.id, label: 'demo consortium' });
-  return { seed, students, consortium: { ...consortium, read_token: consortiumToken.token }, universities: tokens };
+  return { students, seed };
 }

@@ -18,13 +18,17 @@ import { registerWriteRoutes } from './write-routes.ts';
 /** Bodies above this are refused with 413 PAYLOAD_TOO_LARGE before they are parsed. */
 export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
-export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMin' | 'writeLimitPerMin' | 'logLevel'>;
+export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMin' | 'writeLimitPerMin' | 'logLevel'> & {
+  /** Where JSON log lines go; standard output when absent. */
+  logStream?: { write(line: string): void };
+};
 
 export async function buildApp(settings: AppSettings, db: Database): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
       level: settings.logLevel,
       redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
+      ...(settings.logStream ? { stream: settings.logStream } : {}),
     },
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: 'x-request-id',

@@ -89,9 +89,9 @@ export interface Response {
 export class Harness {
   private constructor(readonly backend: Backend, readonly testStore: TestStore, readonly db: Database, readonly app: FastifyInstance, readonly demo: DemoResult | null) {}
 
-  static async start(backend: Backend, options: { demoStudents?: number; settings?: Partial<AppSettings> } = {}): Promise<Harness> {
+  static async start(backend: Backend, options: { demoStudents?: number; settings?: Partial<AppSettings>; statementTimeoutMs?: number } = {}): Promise<Harness> {
     const testStore = await openTestStore(backend);
-    const db = new Database(testStore.store, 5_000);
+    const db = new Database(testStore.store, options.statementTimeoutMs ?? 5_000);
     const demo = options.demoStudents ? await db.asOperator((tx) => loadDemo(tx, { students: options.demoStudents })) : null;
     const app = await buildApp({
       adminKey: ADMIN_KEY, redisUrl: undefined, readLimitPerMin: 100_000, writeLimitPerMin: 100_000, logLevel: 'silent',

@@ -1,0 +1,152 @@
+/**
+ * Running the service: rate limits (in memory and shared through Redis), logs without secrets,
+ * the statement timeout, and `npm start`'s process: demo tokens, graceful shutdown, restart.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { ADMIN_KEY, Harness, backends } from './support/harness.ts';
+
+describe('rate limits', () => {
+  let h: Harness;
+  before(async () => {
+    h = await Harness.start('pglite', { demoStudents: 6, settings: { readLimitPerMin: 3, writeLimitPerMin: 2 } });
+  });
+  after(() => h.close());
+
+  test('reads: the limit per source IP spans every list endpoint; 429 carries Retry-After', async () => {
+    const token = h.demo!.universities[0].read_token;
+    const first = await h.get('/v1/campuses', token);
+    assert.equal(first.status, 200);
+    assert.equal(first.headers['ratelimit-limit'], '3');
+    assert.equal(first.headers['ratelimit-remaining'], '2');
+    assert.ok(Number(first.headers['ratelimit-reset']) > 0);
+    assert.equal((await h.get('/v1/cohorts', token)).status, 200);
+    assert.equal((await h.get('/v1/campuses', h.demo!.universities[1].read_token)).status, 200);
+    const limited = await h.get('/v1/students', token);
+    assert.equal(limited.status, 429);
+    assert.equal(limited.json.code, 'RATE_LIMITED');
+    assert.ok(Number(limited.headers['retry-after']) > 0);
+  });
+
+  test('writes: the limit is per token', async () => {
+    const write = (token: string) => h.request({ method: 'PUT', url: '/v1/students', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: '{"students": []}' });
+    const [a, b] = [h.demo!.universities[0].write_token, h.demo!.universities[1].write_token];
+    assert.equal((await write(a)).status, 200);
+    assert.equal((await write(a)).status, 200);
+    const limited = await write(a);
+    assert.equal(limited.status, 429);
+    assert.equal(limited.json.code, 'RATE_LIMITED');
+    assert.equal((await write(b)).status, 200);
+  });
+});
+
+if (process.env.TEST_REDIS_URL) {
+  test('with REDIS_URL, instances share their counts', async () => {
+    const redis = new Redis(process.env.TEST_REDIS_URL!);
+    for (const key of await redis.keys('pds-rate-limit:*')) await redis.del(key);
+    await redis.quit();
+    const settings = { readLimitPerMin: 2, redisUrl: process.env.TEST_REDIS_URL };
+    const one = await Harness.start('pglite', { demoStudents: 3, settings });
+    const two = await Harness.start('pglite', { demoStudents: 3, settings });
+    try {
+      assert.equal((await one.get('/v1/campuses', one.demo!.universities[0].read_token)).status, 200);
+      assert.equal((await two.get('/v1/campuses', two.demo!.universities[0].read_token)).status, 200);
+      assert.equal((await one.get('/v1/campuses', one.demo!.universities[0].read_token)).status, 429);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+}
+
+test('logs are JSON lines with a request id and never carry a token or the admin key', async () => {
+  const lines: string[] = [];
+  const h = await Harness.start('pglite', { demoStudents: 3, settings: { logLevel: 'info', logStream: { write: (line) => void lines.push(line) } } });
+  try {
+    const token = h.demo!.universities[0].write_token;
+    await h.get('/v1/students?select=id', token);
+    await h.get('/v1/students', 'pds_forged-token-value');
+    await h.admin('POST', '/consortia', { name: 'Logged' });
+    await h.request({ method: 'PUT', url: '/v1/students', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: '{"students": [' });
+    const log = lines.join('');
+    assert.ok(lines.length > 0);
+    for (const secret of [token, 'pds_forged-token-value', ADMIN_KEY]) assert.ok(!log.includes(secret), 'a secret reached the log');
+    const entries = lines.map((l) => JSON.parse(l));
+    assert.ok(entries.filter((e) => e.req).every((e) => typeof e.reqId === 'string'));
+  } finally {
+    await h.close();
+  }
+});
+
+for (const backend of backends().filter((b) => b === 'postgres')) {
+  test('a query over the statement timeout is cancelled with 503 QUERY_TIMEOUT', async () => {
+    const h = await Harness.start(backend, { demoStudents: 200, statementTimeoutMs: 1 });
+    try {
+      const res = await h.get('/v1/resumes?content=wfts(english).dashboard experiments -volunteer&select=id', h.demo!.consortium.read_token);
+      assert.equal(res.status, 503);
+      assert.equal(res.json.code, 'QUERY_TIMEOUT');
+      assert.ok(res.headers['retry-after']);
+    } finally {
+      await h.close();
+    }
+  });
+}
+
+describe('npm start on the embedded store', () => {
+  let dataDir: string;
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'pds-start-'));
+  });
+  after(() => rm(dataDir, { recursive: true, force: true }));
+
+  async function start(port: number) {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: { ...process.env, PDS_DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', DATABASE_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let output = '';
+    child.stdout!.on('data', (chunk) => { output += chunk; });
+    child.stderr!.resume();
+    for (let i = 0; i < 600 && !output.includes('curl'); i++) await new Promise((r) => setTimeout(r, 100));
+    return { child, output: () => output };
+  }
+
+  const children: ReturnType<typeof spawn>[] = [];
+  after(() => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
+
+  test('prints how to call it, finishes in-flight requests on SIGTERM and restarts on the same data', async () => {
+    const port = 18_300 + (process.pid % 500);
+    const first = await start(port);
+    const banner = first.output();
+    assert.match(banner, new RegExp(`http://127\\.0\\.0\\.1:${port}`));
+    const readToken = /read token:\s+(\S+)/.exec(banner)![1];
+    assert.match(/write token:\s+(\S+)/.exec(banner)![1], /^pds_/);
+    assert.match(banner, /curl -H "Authorization: Bearer pds_/);
+    const inFlight = fetch(`http://127.0.0.1:${port}/v1/resumes?limit=10000`, { headers: { authorization: `Bearer ${readToken}` } });
+    await new Promise((r) => setTimeout(r, 20));
+    first.child.kill('SIGTERM');
+    const [response, [code]] = await Promise.all([inFlight, once(first.child, 'exit')]);
+    assert.equal(response.status, 200);
+    assert.ok(Array.isArray(await response.json()));
+    assert.equal(code, 0);
+
+    const second = await start(port);
+    const token = /read token:\s+(\S+)/.exec(second.output())![1];
+    assert.notEqual(token, readToken);
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    assert.equal(health.status, 200);
+    const students = await fetch(`http://127.0.0.1:${port}/v1/students?select=id`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(students.status, 200);
+    assert.ok((await students.json()).length > 0);
+    assert.equal((await fetch(`http://127.0.0.1:${port}/v1/students`, { headers: { authorization: `Bearer ${readToken}` } })).status, 401);
+    second.child.kill('SIGINT');
+    assert.deepEqual(await once(second.child, 'exit'), [0, null]);
+  });
+});
