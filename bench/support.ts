@@ -6,12 +6,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import autocannon from 'autocannon';
-import postgres from 'postgres';
 import { Database } from '../src/db/database.ts';
 import { type DemoResult, loadDemo } from '../src/db/demo.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgresStore } from '../src/db/postgres-store.ts';
 import type { Store } from '../src/db/store.ts';
+import { createScratchDatabase } from '../test/support/databases.ts';
 
 export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const CONCURRENCY = 32;
@@ -33,12 +33,8 @@ export interface BenchDatabase {
 }
 
 export async function createBenchDatabase(name: string, students: number): Promise<BenchDatabase> {
-  const admin = postgres(SERVER_URL, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`drop database if exists ${name} with (force)`);
-  await admin.unsafe(`create database ${name}`);
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${name}`;
-  const store = openPostgresStore(url.toString(), 10);
+  const database = await createScratchDatabase(SERVER_URL, name);
+  const store = openPostgresStore(database.url, 10);
   await migrate(store);
   const db = new Database(store, 60_000);
   const started = Date.now();
@@ -46,11 +42,10 @@ export async function createBenchDatabase(name: string, students: number): Promi
   await store.exec('vacuum analyze');
   console.log(`  loaded ${students.toLocaleString()} demo students in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return {
-    url: url.toString(), store, db, demo,
+    url: database.url, store, db, demo,
     async drop() {
       await store.close();
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end();
+      await database.drop();
     },
   };
 }

@@ -5,6 +5,7 @@
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable } from '../db/store.ts';
 import { ApiError } from '../errors.ts';
+import type { CohortFields } from '../writes/cohorts.ts';
 
 async function insertOne<T>(tx: Queryable, text: string, params: (string | null)[]): Promise<T> {
   const [row] = await tx.query<T>(text, params);
@@ -47,20 +48,10 @@ export async function createAccount(tx: Queryable, input: { email: string; kind:
     [email, input.kind, input.university_id ?? null]);
 }
 
-export interface AppCohortInput {
-  university_id: string;
-  name: string;
-  display_name: string;
-  program: string;
-  degree: string;
-  start_date: string;
-  end_date: string;
-  intake_year: number;
-  intake_term: string;
-  campus_name?: string | null;
-  study_mode?: string | null;
-  resume_template_names?: string[];
-}
+type OptionalCohortField = 'campus_name' | 'study_mode' | 'resume_template_names';
+
+export type AppCohortInput = { university_id: string; name: string }
+  & Omit<CohortFields, OptionalCohortField> & Partial<Pick<CohortFields, OptionalCohortField>>;
 
 /** The app's own cohort create: no name-uniqueness check, which is how duplicate names exist. */
 export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {

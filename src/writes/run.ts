@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 import { lockUniversity } from '../db/locks.ts';
 import { todayUtc } from '../domain/alumni.ts';
-import { type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
+import { type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
 import { applyCohortChanges, loadCohortState } from './cohort-store.ts';
 import { COHORT_FIELDS, type CohortResult, type CohortRow, cohortResult, decideCohortBatch, validateCohortRow } from './cohorts.ts';
 import { applyStudentChanges, loadStudentState } from './student-store.ts';
@@ -31,17 +31,28 @@ export async function settleRaces<R extends { index: number }>(rows: readonly R[
   return [...pending];
 }
 
+/** Splits a batch into the rows that passed validation and, at their places, the rejected results. */
+function validateRows<Row, Rejected extends { rejected: Rejection }, Result>(
+  raw: readonly unknown[],
+  validate: (row: unknown, index: number) => { ok: Row } | Rejected,
+  rejectedResult: (rejected: Rejected) => Result,
+): { rows: Row[]; results: Result[] } {
+  const rows: Row[] = [];
+  const results: Result[] = [];
+  raw.forEach((row, index) => {
+    const validated = validate(row, index);
+    if ('ok' in validated) rows.push(validated.ok);
+    else results[index] = rejectedResult(validated);
+  });
+  return { rows, results };
+}
+
 const isChange = (d: StudentDecision): d is Extract<StudentDecision, { kind: 'create' | 'update' }> => d.kind === 'create' || d.kind === 'update';
 
 export async function writeStudents(db: Database, universityId: string, mode: WriteMode, body: unknown) {
   const raw = batchRows(body, 'students');
-  const results: StudentResult[] = [];
-  const rows: StudentRow[] = [];
-  raw.forEach((row, index) => {
-    const validated = validateStudentRow(row, index, mode);
-    if ('ok' in validated) rows.push(validated.ok);
-    else results[index] = { email: validated.sentEmail, status: 'rejected', ...validated.rejected };
-  });
+  const { rows, results } = validateRows(raw, (row, index) => validateStudentRow(row, index, mode),
+    (v): StudentResult => ({ email: v.sentEmail, status: 'rejected', ...v.rejected }));
   const context = { mode, today: todayUtc(), newId: randomUUID };
   await db.asPartner({ universityIds: [universityId] }, async (tx) => {
     // Not awaited: statements on one connection run in order, so the lock is held before the
@@ -71,13 +82,8 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
 
 export async function writeCohorts(db: Database, universityId: string, mode: WriteMode, body: unknown) {
   const raw = batchRows(body, 'cohorts');
-  const results: CohortResult[] = [];
-  const rows: CohortRow[] = [];
-  raw.forEach((row, index) => {
-    const validated = validateCohortRow(row, index, mode);
-    if ('ok' in validated) rows.push(validated.ok);
-    else results[index] = { name: validated.name, status: 'rejected', ...validated.rejected };
-  });
+  const { rows, results } = validateRows(raw, (row, index) => validateCohortRow(row, index, mode),
+    (v): CohortResult => ({ name: v.name, status: 'rejected', ...v.rejected }));
   await db.asPartner({ universityIds: [universityId] }, async (tx) => {
     await lockUniversity(tx, universityId);
     const state = await loadCohortState(tx, universityId, rows);

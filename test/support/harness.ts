@@ -3,12 +3,11 @@
  * a migrated snapshot cached under node_modules/.cache (initdb costs ~4 s, loading ~1 s); each
  * PostgreSQL harness gets a database of its own on TEST_DATABASE_URL's server.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import postgres from 'postgres';
 import { Database } from '../../src/db/database.ts';
 import { type DemoResult, loadDemo } from '../../src/db/demo.ts';
 import { migrate } from '../../src/db/migrate.ts';
@@ -16,6 +15,7 @@ import { openPgliteStore } from '../../src/db/pglite-store.ts';
 import { openPostgresStore } from '../../src/db/postgres-store.ts';
 import type { Store } from '../../src/db/store.ts';
 import { type AppSettings, buildApp } from '../../src/http/app.ts';
+import { createScratchDatabase } from './databases.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -60,21 +60,15 @@ export async function openTestStore(backend: Backend, options: { migrated?: bool
     const store = await openPgliteStore(undefined, await migratedSnapshot());
     return { store, drop: () => store.close() };
   }
-  const serverUrl = process.env.TEST_DATABASE_URL!;
-  const name = `pds_test_${randomBytes(6).toString('hex')}`;
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const store = openPostgresStore(url.toString(), 10);
+  const database = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
+  const store = openPostgresStore(database.url, 10);
   if (options.migrated !== false) await migrate(store);
   return {
     store,
-    url: url.toString(),
+    url: database.url,
     async drop() {
       await store.close();
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end();
+      await database.drop();
     },
   };
 }
