@@ -48,13 +48,13 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
   const matchedEmails = new Set(students.flatMap((s) => [s.email, ...s.secondary_emails]));
   const matchedExternalIds = new Set(students.flatMap((s) => (s.external_id ? [s.external_id] : [])));
   const unmatchedExternalIds = externalIds.filter((x) => !matchedExternalIds.has(x));
-  // Only addresses and numbers not found at the university can belong to anyone else; the
-  // two lookups travel in one pipeline.
+  const unmatchedEmails = [...new Set(rows.map((r) => r.email))].filter((e) => !matchedEmails.has(e));
+  // Only addresses and numbers not found at the university can belong to anyone else (none, on
+  // a replay); the two lookups travel in one pipeline.
   const [owners, erased] = await Promise.all([
-    tx.query<{ email: string; kind: EmailOwner['kind']; in_scope: boolean; erased: boolean }>(
-      'select email, kind, in_scope, erased from pds_email_owners($1::text[])',
-      [arrayLiteral([...new Set(rows.map((r) => r.email))].filter((e) => !matchedEmails.has(e)))]),
-    tx.query<{ hash: string }>(
+    unmatchedEmails.length === 0 ? [] : tx.query<{ email: string; kind: EmailOwner['kind']; in_scope: boolean; erased: boolean }>(
+      'select email, kind, in_scope, erased from pds_email_owners($1::text[])', [arrayLiteral(unmatchedEmails)]),
+    unmatchedExternalIds.length === 0 ? [] : tx.query<{ hash: string }>(
       `select erased_external_id_hash as hash from accounts where university_id = $1 and erased_external_id_hash = any($2::text[])`,
       [universityId, arrayLiteral(unmatchedExternalIds.map(sha256Hex))]),
   ]);
