@@ -7,3 +7,14 @@ import type { Queryable } from './store.ts';
 export async function lockUniversity(tx: Queryable, universityId: string): Promise<void> {
   await tx.query(`select pg_advisory_xact_lock(hashtext('pds.university:' || $1::text))`, [universityId]);
 }
+
+/**
+ * Locks the university for a batch, and plans the batch's statements for their actual arrays.
+ * A prepared statement's generic plan cannot see that an array holds 500 keys; on tables with
+ * thin statistics (a new deployment, a fresh tenant) it became a nested loop over every row of
+ * the university for each key (measured: 56 ms per lookup instead of 3).
+ */
+export async function beginBatch(tx: Queryable, universityId: string): Promise<void> {
+  await tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true),
+                         pg_advisory_xact_lock(hashtext('pds.university:' || $1::text))`, [universityId]);
+}

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
-import { lockUniversity } from '../db/locks.ts';
+import { beginBatch } from '../db/locks.ts';
 import { todayUtc } from '../domain/alumni.ts';
 import { type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
 import { applyCohortChanges, loadCohortState } from './cohort-store.ts';
@@ -57,7 +57,7 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
   await db.asPartner({ universityIds: [universityId] }, async (tx) => {
     // Not awaited: statements on one connection run in order, so the lock is held before the
     // state is read, and the two travel in one pipeline.
-    const locked = lockUniversity(tx, universityId);
+    const locked = beginBatch(tx, universityId);
     locked.catch(() => {});
     const losers = await settleRaces(rows, async (pending) => {
       const state = await loadStudentState(tx, universityId, pending);
@@ -85,7 +85,7 @@ export async function writeCohorts(db: Database, universityId: string, mode: Wri
   const { rows, results } = validateRows(raw, (row, index) => validateCohortRow(row, index, mode),
     (v): CohortResult => ({ name: v.name, status: 'rejected', ...v.rejected }));
   await db.asPartner({ universityIds: [universityId] }, async (tx) => {
-    await lockUniversity(tx, universityId);
+    await beginBatch(tx, universityId);
     const state = await loadCohortState(tx, universityId, rows);
     const decisions = decideCohortBatch(rows, state, mode, randomUUID);
     await applyCohortChanges(tx, universityId, state, decisions);
