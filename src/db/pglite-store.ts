@@ -21,6 +21,9 @@ function queryableOf(db: PGlite | Transaction): Queryable {
     exec(text: string) {
       return inOrder(async () => void (await db.exec(text)));
     },
+    firstColumn(text: string) {
+      return inOrder(async () => (await db.query<unknown[]>(text, [], { rowMode: 'array' })).rows.map((row) => row[0] as string));
+    },
   };
 }
 
@@ -33,6 +36,7 @@ export async function openPgliteStore(dataDir?: string, loadDataDir?: Blob): Pro
     backend: 'pglite',
     query: base.query,
     exec: base.exec,
+    firstColumn: base.firstColumn,
     async transaction(fn, options = {}) {
       return db.transaction(async (tx) => {
         const preamble = transactionPreamble(options);

@@ -9,6 +9,10 @@ function queryableOf(sql: postgres.Sql | postgres.ReservedSql): Queryable {
     async exec(text: string) {
       await sql.unsafe(text);
     },
+    async firstColumn(text: string) {
+      const rows = await sql.unsafe(text).raw();
+      return rows.map((row) => row[0] as Uint8Array);
+    },
   };
 }
 
@@ -40,6 +44,7 @@ export function openPostgresStore(url: string, maxConnections: number): Store {
     backend: 'postgres',
     query: base.query,
     exec: base.exec,
+    firstColumn: base.firstColumn,
     /**
      * On a reserved connection, BEGIN is not awaited: it travels in one pipeline with the
      * callback's first statements, so a one-query read costs two round trips, not four.

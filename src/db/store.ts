@@ -10,6 +10,11 @@ export interface Queryable {
   query<T = Row>(text: string, params?: readonly (string | null)[]): Promise<T[]>;
   /** Several statements without parameters (migrations, fixed SQL). */
   exec(text: string): Promise<void>;
+  /**
+   * The first column of each row, unparsed: raw bytes where the driver can hand them over
+   * without decoding (postgres.js), text otherwise (PGlite).
+   */
+  firstColumn(text: string): Promise<(string | Uint8Array)[]>;
 }
 
 export interface TransactionOptions {

@@ -88,14 +88,23 @@ async function measureStreamedPage(tx: Queryable, plan: ReadPlan): Promise<PageS
   return { rows: Math.max(0, Math.min(limit, reachable - offset)), total };
 }
 
-async function* streamedRows(tx: Queryable): AsyncGenerator<string> {
+const COMMA = Buffer.from(',');
+
+/**
+ * Rows go out as the bytes PostgreSQL sent where the driver allows: no decoding into strings
+ * that outlive the garbage collector's young generation, and no encoding back.
+ */
+async function* streamedRows(tx: Queryable): AsyncGenerator<string | Uint8Array> {
   yield '[';
-  let separator = '';
+  let first = true;
   for (;;) {
-    const rows = await tx.query<{ row: string }>(`FETCH FORWARD ${STREAM_BATCH_ROWS} FROM ${PAGE_CURSOR}`);
+    const rows = await tx.firstColumn(`FETCH FORWARD ${STREAM_BATCH_ROWS} FROM ${PAGE_CURSOR}`);
     if (rows.length === 0) break;
-    yield separator + rows.map((r) => r.row).join(',');
-    separator = ',';
+    for (const row of rows) {
+      if (!first) yield COMMA;
+      first = false;
+      yield row;
+    }
   }
   yield ']';
 }
