@@ -37,7 +37,7 @@ interface StudentFlagState {
   cohort_end_date: string | null;
 }
 
-export const studentNotFound = () => new ApiError(404, 'NOT_FOUND', 'No student has that id.');
+const studentNotFound = () => new ApiError(404, 'NOT_FOUND', 'No student has that id.');
 
 /** Locks the student's university, then reads what the derivation needs. */
 async function lockedStudent(tx: Queryable, studentId: string): Promise<StudentFlagState> {

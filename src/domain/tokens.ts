@@ -16,7 +16,7 @@ export interface Principal extends Scope {
   readonly canWrite: boolean;
 }
 
-export function hashToken(token: string): string {
+function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 

@@ -19,7 +19,7 @@ const CONSTRAINT_MESSAGES: Record<string, [number, string, string]> = {
   '23514': [400, 'INVALID_BODY', 'A value is outside the allowed set.'],
 };
 
-export function databaseErrorToApiError(error: unknown): ApiError | null {
+function databaseErrorToApiError(error: unknown): ApiError | null {
   const code = (error as { code?: unknown })?.code;
   if (typeof code === 'string' && CONNECTION_FAILURES.has(code)) return unavailable();
   if (!isDatabaseError(error)) return null;

@@ -19,7 +19,7 @@ const COLUMN_SCHEMAS: Record<Column['type'], Record<string, unknown>> = {
   'uuid[]': { type: 'array', items: { type: 'string', format: 'uuid' } },
 };
 
-export function columnSchema(column: Column): Record<string, unknown> {
+function columnSchema(column: Column): Record<string, unknown> {
   const notes = [column.description, column.large ? 'Large column: leave it out with `select` to keep pages small.' : undefined]
     .filter(Boolean).join(' ');
   return {

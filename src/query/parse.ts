@@ -25,7 +25,7 @@ export const QUERY_LIMITS = {
 const MODIFIERS = new Set(['order', 'limit', 'offset', 'and', 'or']);
 const IGNORED_ON_READ = new Set(['columns', 'on_conflict']);
 
-export function parseError(what: string, raw: string, position: number, details: string): ApiError {
+function parseError(what: string, raw: string, position: number, details: string): ApiError {
   return new ApiError(400, 'PGRST100', `"failed to parse ${what} (${raw})" (line 1, column ${position + 1})`, details);
 }
 
