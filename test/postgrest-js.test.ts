@@ -82,6 +82,19 @@ for (const backend of backends()) {
       assert.equal(count, 8);
     });
 
+    test('single() gives one object; several rows are 406 PGRST116; maybeSingle() of none is null', async () => {
+      const [student] = await h.sql<{ id: string; email: string }>('select id, email from students where university_id = $1 limit 1', [university]);
+      const one = await client.from('students').select('id, email').eq('id', student.id).single();
+      assert.equal(one.error, null);
+      assert.deepEqual(one.data, student);
+      const many = await client.from('students').select('id').limit(5).single();
+      assert.equal(many.status, 406);
+      assert.equal(many.error!.code, 'PGRST116');
+      assert.equal(many.error!.details, 'The result contains 5 rows');
+      const none = await client.from('students').select('id').eq('email', 'nobody@nowhere.example').maybeSingle();
+      assert.deepEqual([none.data, none.error], [null, null]);
+    });
+
     test('errors come back in PostgREST\'s shape', async () => {
       const { error, status } = await client.from('students').select('nope');
       assert.equal(status, 400);

@@ -69,6 +69,7 @@ function readHandler(db: Database, resource: Resource) {
       queryString: rawQueryString(request),
       rangeHeader: request.headers.range,
       preferHeader: request.headers.prefer,
+      acceptHeader: request.headers.accept,
       method: head ? 'HEAD' : 'GET',
     });
     const plan = planRead(resource, syntax);

@@ -442,7 +442,10 @@ export interface ReadRequestInput {
   readonly preferHeader?: string | string[];
   /** The Range header applies to GET only, as in PostgREST. */
   readonly method: 'GET' | 'HEAD';
+  readonly acceptHeader?: string;
 }
+
+export const SINGULAR_MEDIA_TYPE = 'application/vnd.pgrst.object+json';
 
 export function parseReadRequest(input: ReadRequestInput): ReadSyntax {
   let select: SelectItem[] | null = null;
@@ -492,6 +495,7 @@ export function parseReadRequest(input: ReadRequestInput): ReadSyntax {
     embedReferences,
     rangeHeader: input.method === 'GET' ? parseRangeHeader(input.rangeHeader) : null,
     ...parsePrefer(input.preferHeader),
+    singular: (input.acceptHeader ?? '').split(',').some((t) => t.split(';')[0].trim().toLowerCase() === SINGULAR_MEDIA_TYPE),
   };
 }
 

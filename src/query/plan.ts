@@ -39,6 +39,7 @@ export interface ReadPlan {
   readonly page: { readonly offset: number; readonly limit: number };
   readonly count: CountPreference | null;
   readonly preferenceApplied: readonly string[];
+  readonly singular: boolean;
 }
 
 /** The types a `select` cast may name, and the SQL each stands for. */
@@ -130,5 +131,6 @@ export function planRead(resource: Resource, syntax: ReadSyntax): ReadPlan {
     page: planPage(syntax),
     count: syntax.count,
     preferenceApplied: syntax.preferenceApplied,
+    singular: syntax.singular,
   };
 }

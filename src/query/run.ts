@@ -8,6 +8,7 @@ import type { Database, Scope } from '../db/database.ts';
 import type { Queryable } from '../db/store.ts';
 import { ApiError } from '../errors.ts';
 import { MAX_ROWS_PER_RESPONSE } from '../resources/registry.ts';
+import { SINGULAR_MEDIA_TYPE } from './parse.ts';
 import { type ReadPlan, rangeError } from './plan.ts';
 import {
   PAGE_CURSOR, buildCountStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
@@ -66,6 +67,22 @@ function describePage(plan: ReadPlan, size: PageSize): { status: number; headers
   if (plan.preferenceApplied.length > 0) headers['preference-applied'] = plan.preferenceApplied.join(', ');
   const status = size.total !== null && size.rows < size.total ? 206 : 200;
   return { status, headers };
+}
+
+/**
+ * A single object (`Accept: application/vnd.pgrst.object+json`): the page is read with at most
+ * two rows; only when more than one row matches is the number counted for the error.
+ */
+async function readSingular(tx: Queryable, plan: ReadPlan, head: boolean): Promise<ReadResponse> {
+  const twoAtMost: ReadPlan = { ...plan, page: { ...plan.page, limit: Math.min(plan.page.limit, 2) } };
+  const statement = buildPageStatement(twoAtMost, { exactCount: false, body: !head });
+  const [row] = await tx.query<{ page_total: number; body: string | null }>(statement.text, statement.params);
+  if (row.page_total !== 1) {
+    const rows = row.page_total === 0 ? 0 : Math.min(plan.page.limit, (await countedTotal(tx, plan, plan.page.offset + plan.page.limit)) - plan.page.offset);
+    throw new ApiError(406, 'PGRST116', 'Cannot coerce the result to a single JSON object', `The result contains ${rows} rows`);
+  }
+  const { status, headers } = describePage(plan, { rows: 1, total: null });
+  return { status, headers: { ...headers, 'content-type': `${SINGULAR_MEDIA_TYPE}; charset=utf-8` }, body: head ? null : row.body };
 }
 
 async function readWhole(tx: Queryable, plan: ReadPlan, head: boolean): Promise<ReadResponse> {
@@ -135,6 +152,7 @@ function readStreamed(db: Database, scope: Scope, plan: ReadPlan, head: boolean,
 }
 
 export function runRead(db: Database, scope: Scope, plan: ReadPlan, head: boolean, onLateError: (e: unknown) => void): Promise<ReadResponse> {
+  if (plan.singular) return db.asPartner(scope, (tx) => readSingular(tx, plan, head), { readOnly: true });
   if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, head, onLateError);
   return db.asPartner(scope, (tx) => readWhole(tx, plan, head), { readOnly: true });
 }

@@ -72,4 +72,6 @@ export interface ReadSyntax {
   readonly count: CountPreference | null;
   readonly strictHandling: boolean;
   readonly preferenceApplied: readonly string[];
+  /** `Accept: application/vnd.pgrst.object+json`: one object instead of an array. */
+  readonly singular: boolean;
 }
