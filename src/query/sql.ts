@@ -131,8 +131,11 @@ export function buildPageStatement(plan: ReadPlan, options: { exactCount: boolea
   const params = new Parameters();
   const page = pageSql(plan, params);
   const total = options.exactCount ? `(${countSql(plan, params)})::text` : 'NULL::text';
-  const rows = `coalesce(json_agg(${rowJsonSql(plan, params)}), '[]')`;
-  const body = !options.body ? 'NULL::text' : plan.singular ? `(${rows}->0)::text` : `${rows}::text`;
+  let body = 'NULL::text';
+  if (options.body) {
+    const rows = `coalesce(json_agg(${rowJsonSql(plan, params)}), '[]')`;
+    body = plan.singular ? `(${rows}->0)::text` : `${rows}::text`;
+  }
   return {
     text: `WITH pds_page AS (${page}) SELECT ${total} AS total, count(*)::integer AS page_total, ${body} AS body FROM pds_page`,
     params: params.values,

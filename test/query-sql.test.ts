@@ -1,0 +1,56 @@
+/**
+ * The SQL builder's contract: every statement references exactly the parameters it sends
+ * ($1…$n, none missing, none extra), names only registry identifiers, and carries every
+ * caller-supplied text as a parameter, never in the SQL text.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseReadRequest } from '../src/query/parse.ts';
+import { planRead } from '../src/query/plan.ts';
+import {
+  type Statement, buildCountStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
+} from '../src/query/sql.ts';
+import { resourcesByName } from '../src/resources/registry.ts';
+
+const QUERIES = [
+  '',
+  'select=id,email&order=last_name.desc.nullslast&limit=5&offset=2',
+  'select=who:email,y:graduation_year::text&or=(phone.is.null,and(last_name.ilike.*a*,is_alumni.eq.true))&id=in.(a,b)',
+  'select=id&secondary_emails=cs.{x@y.z}&first_name=fts(simple).ann&last_name=like(any).{A*,B*}&phone=not.isdistinct.1',
+];
+
+function assertParametersMatch(statement: Statement) {
+  const referenced = new Set([...statement.text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+  const expected = new Set(statement.params.map((_, i) => i + 1));
+  assert.deepEqual([...referenced].sort((a, b) => a - b), [...expected], statement.text);
+}
+
+describe('statements reference exactly the parameters they send', () => {
+  for (const query of QUERIES) {
+    for (const singular of [false, true]) {
+      test(`${query || '(no parameters)'}${singular ? ' as a single object' : ''}`, () => {
+        const syntax = { ...parseReadRequest({ queryString: query, method: 'GET' }), singular };
+        const plan = planRead(resourcesByName.get('students')!, syntax);
+        for (const options of [{ exactCount: true, body: true }, { exactCount: false, body: false }, { exactCount: true, body: false }]) {
+          assertParametersMatch(buildPageStatement(plan, options));
+        }
+        assertParametersMatch(buildCountStatement(plan));
+        assertParametersMatch(buildCountStatement(plan, 10));
+        assertParametersMatch(buildPlannedCountStatement(plan));
+        assertParametersMatch(buildCursorStatement(plan));
+      });
+    }
+  }
+});
+
+test('caller-supplied text travels only as parameters', () => {
+  const hostile = `x'); drop table students; --`;
+  const query = `select=${encodeURIComponent(`"${hostile}":email`)}&first_name=eq.${encodeURIComponent(`"${hostile}`)}&or=(last_name.eq.${encodeURIComponent(`"${hostile}"`)})`;
+  const plan = planRead(resourcesByName.get('students')!, parseReadRequest({ queryString: query, method: 'GET' }));
+  const statement = buildPageStatement(plan, { exactCount: true, body: true });
+  assert.ok(!statement.text.includes('drop table'));
+  assert.ok(statement.params.filter((p) => p.includes('drop table')).length >= 3);
+  const identifiers = [...statement.text.matchAll(/"([^"]+)"/g)].map((m) => m[1]);
+  const known = new Set(['students_read', ...resourcesByName.get('students')!.columns.map((c) => c.name)]);
+  assert.deepEqual(identifiers.filter((i) => !known.has(i)), []);
+});
