@@ -20,6 +20,22 @@ test('migrating an up-to-date store applies nothing', async () => {
   }
 });
 
+test('every table under a tenant policy is forced to row-level security and indexed by university_id', async () => {
+  const { store, drop } = await openTestStore('pglite');
+  try {
+    const tables = await store.query<{ relname: string; forced: boolean; indexed: boolean }>(`
+      select c.relname, c.relforcerowsecurity as forced,
+        exists (select 1 from pg_index i join pg_attribute a on a.attrelid = i.indrelid and a.attnum = i.indkey[0]
+                where i.indrelid = c.oid and a.attname in ('university_id', 'id')
+                  and (a.attname = 'university_id' or c.relname = 'universities')) as indexed
+      from pg_class c where c.oid in (select (schemaname || '.' || tablename)::regclass from pg_policies where policyname = 'tenant_scope')`);
+    assert.equal(tables.length, 18);
+    assert.deepEqual(tables.filter((t) => !t.forced || !t.indexed).map((t) => t.relname), []);
+  } finally {
+    await drop();
+  }
+});
+
 // Concurrency needs a server; PGlite is one session.
 if (process.env.TEST_DATABASE_URL) test('two instances migrating one new PostgreSQL database at once apply each file exactly once', async () => {
   const fresh = await openTestStore('postgres', { migrated: false });

@@ -132,6 +132,7 @@ CREATE TABLE alumni_flag_history (
   created_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE INDEX alumni_flag_history_student_idx ON alumni_flag_history (student_id, id);
+CREATE INDEX alumni_flag_history_university_idx ON alumni_flag_history (university_id);
 
 CREATE TABLE tokens (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
