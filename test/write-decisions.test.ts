@@ -17,10 +17,10 @@ const RUNNING = { id: 'c-running', endDate: '2999-06-30' };
 
 const ada: StudentRecord = {
   id: 's-ada', email: 'ada@u.edu', externalId: 'A1', firstName: 'Ada', lastName: 'Lovelace', phone: null,
-  graduationDate: null, isAlumni: false, cohortId: RUNNING.id, cohortEndDate: RUNNING.endDate, secondaryEmails: ['ada.alt@u.edu'],
+  graduationDate: null, isAlumni: false, cohortId: RUNNING.id, cohortEndDate: RUNNING.endDate,
 };
-const bob: StudentRecord = { ...ada, id: 's-bob', email: 'bob@u.edu', externalId: null, secondaryEmails: [] };
-const carol: StudentRecord = { ...ada, id: 's-carol', email: 'carol@u.edu', externalId: 'C1', isAlumni: true, secondaryEmails: [] };
+const bob: StudentRecord = { ...ada, id: 's-bob', email: 'bob@u.edu', externalId: null };
+const carol: StudentRecord = { ...ada, id: 's-carol', email: 'carol@u.edu', externalId: 'C1', isAlumni: true };
 
 const owners: [string, EmailOwner][] = [
   ['elsewhere@v.edu', { kind: 'student', inScope: false, erased: false }],

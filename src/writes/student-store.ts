@@ -21,31 +21,31 @@ interface StudentRecordRow {
   is_alumni: boolean;
   cohort_id: string | null;
   cohort_end_date: string | null;
-  secondary_emails: string[];
+  /** Set when the row was found through this secondary address of the batch. */
+  secondary_email: string | null;
 }
+
+const STUDENT_COLUMNS = `s.id, s.email, s.external_id, s.first_name, s.last_name, s.phone, s.graduation_date::text,
+  s.is_alumni, s.cohort_id, (select c.end_date::text from cohorts c where c.id = s.cohort_id) as cohort_end_date`;
 
 export async function loadStudentState(tx: Queryable, universityId: string, rows: readonly StudentRow[]): Promise<StudentBatchState> {
   const emails = arrayLiteral([...new Set(rows.map((r) => r.email))]);
   const externalIds = [...new Set(rows.flatMap((r) => (r.externalId ? [r.externalId] : [])))];
   const cohortNames = arrayLiteral([...new Set(rows.flatMap((r) => (r.cohortName ? [r.cohortName] : [])))]);
 
-  // One index lookup per way of matching, rather than an OR no index serves.
+  // The students a batch names, by each way of matching: one index lookup per key.
   const students = await tx.query<StudentRecordRow>(
-    `with matched as (
-       select s.id from unnest($2::text[]) as x(email) join students s on s.email = x.email and s.university_id = $1
-       union select s.id from unnest($3::text[]) as x(external_id) join students s on s.university_id = $1 and s.external_id = x.external_id
-       union select se.student_id from unnest($2::text[]) as x(email) join secondary_emails se on se.email = x.email and se.university_id = $1),
-     secondary as (
-       select student_id, array_agg(email order by email) as emails from secondary_emails
-       where student_id in (select id from matched) group by student_id)
-     select s.id, s.email, s.external_id, s.first_name, s.last_name, s.phone, s.graduation_date::text, s.is_alumni,
-            s.cohort_id, c.end_date::text as cohort_end_date, coalesce(se.emails, '{}') as secondary_emails
-     from matched m join students s on s.id = m.id
-     left join cohorts c on c.id = s.cohort_id
-     left join secondary se on se.student_id = s.id`,
+    `select ${STUDENT_COLUMNS}, null::text as secondary_email
+       from unnest($2::text[]) as x(email) join students s on s.email = x.email and s.university_id = $1
+     union all
+     select ${STUDENT_COLUMNS}, null from unnest($3::text[]) as x(external_id)
+       join students s on s.university_id = $1 and s.external_id = x.external_id
+     union all
+     select ${STUDENT_COLUMNS}, se.email from unnest($2::text[]) as x(email)
+       join secondary_emails se on se.email = x.email and se.university_id = $1 join students s on s.id = se.student_id`,
     [universityId, emails, arrayLiteral(externalIds)],
   );
-  const matchedEmails = new Set(students.flatMap((s) => [s.email, ...s.secondary_emails]));
+  const matchedEmails = new Set(students.map((s) => s.secondary_email ?? s.email));
   const matchedExternalIds = new Set(students.flatMap((s) => (s.external_id ? [s.external_id] : [])));
   const unmatchedExternalIds = externalIds.filter((x) => !matchedExternalIds.has(x));
   const unmatchedEmails = [...new Set(rows.map((r) => r.email))].filter((e) => !matchedEmails.has(e));
@@ -64,14 +64,14 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
 
   const byEmail = new Map<string, StudentRecord>();
   const byExternalId = new Map<string, StudentRecord>();
+  const byId = new Map<string, StudentRecord>();
   for (const s of students) {
-    const record: StudentRecord = {
+    const record = byId.get(s.id) ?? {
       id: s.id, email: s.email, externalId: s.external_id, firstName: s.first_name, lastName: s.last_name, phone: s.phone,
       graduationDate: s.graduation_date, isAlumni: s.is_alumni, cohortId: s.cohort_id, cohortEndDate: s.cohort_end_date,
-      secondaryEmails: s.secondary_emails,
     };
-    byEmail.set(s.email, record);
-    for (const secondary of s.secondary_emails) byEmail.set(secondary, record);
+    byId.set(s.id, record);
+    byEmail.set(s.secondary_email ?? s.email, record);
     if (s.external_id) byExternalId.set(s.external_id, record);
   }
   const emailOwners = new Map<string, EmailOwner[]>();

@@ -98,7 +98,6 @@ export interface StudentRecord {
   readonly isAlumni: boolean;
   readonly cohortId: string | null;
   readonly cohortEndDate: string | null;
-  readonly secondaryEmails: readonly string[];
 }
 
 export interface CohortRef {
