@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -97,6 +99,35 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
     }
   });
 }
+
+test('a client that disconnects mid-stream releases the embedded store at once', { timeout: 60_000 }, async () => {
+  const h = await Harness.start('pglite', { demoStudents: 8000 });
+  try {
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = h.app.server.address() as AddressInfo;
+    const token = h.demo!.consortium.read_token;
+    await new Promise<void>((resolve, reject) => {
+      const req = request({ port, path: '/v1/resumes?limit=10000', headers: { authorization: `Bearer ${token}` } }, (res) => {
+        assert.equal(res.statusCode, 200);
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', () => {});
+      req.on('close', resolve);
+      req.end();
+      setTimeout(() => reject(new Error('no first chunk')), 10_000);
+    });
+    const next = await Promise.race([
+      fetch(`http://127.0.0.1:${port}/v1/campuses`, { headers: { authorization: `Bearer ${token}` } }),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the store is still held by the abandoned stream')), 5_000)),
+    ]);
+    assert.equal(next.status, 200);
+  } finally {
+    await h.close();
+  }
+});
 
 describe('npm start on the embedded store', () => {
   let dataDir: string;
