@@ -129,6 +129,21 @@ test('a client that disconnects mid-stream releases the embedded store at once',
   }
 });
 
+test('an over-long query string is 414 URI_TOO_LONG over a real socket', async () => {
+  const h = await Harness.start('pglite', { demoStudents: 3 });
+  try {
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = h.app.server.address() as AddressInfo;
+    const res = await fetch(`http://127.0.0.1:${port}/v1/students?id=in.(${'1,'.repeat(10_000)}1)`, {
+      headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}` },
+    });
+    assert.equal(res.status, 414);
+    assert.equal((await res.json()).code, 'URI_TOO_LONG');
+  } finally {
+    await h.close();
+  }
+});
+
 describe('npm start on the embedded store', () => {
   let dataDir: string;
   before(async () => {

@@ -31,6 +31,8 @@ export async function buildApp(settings: AppSettings, db: Database): Promise<Fas
       ...(settings.logStream ? { stream: settings.logStream } : {}),
     },
     bodyLimit: BODY_LIMIT_BYTES,
+    // Room above the query-string cap (16 KiB), so that it is the service's 414 that answers.
+    http: { maxHeaderSize: 64 * 1024 },
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     return503OnClosing: true,
