@@ -164,6 +164,9 @@ for (const backend of backends()) {
         const missing = await h.admin('POST', '/universities', { short_name: 'x' });
         assert.equal(missing.status, 400);
         assertErrorBody(missing.json, 'INVALID_BODY');
+        const badId = await h.admin('POST', '/students/not-a-uuid/sign-in');
+        assert.equal(badId.status, 400);
+        assertErrorBody(badId.json, 'INVALID_PARAMETER');
         const after = await h.sql<{ n: number }>('select count(*)::int as n from consortia');
         assert.deepEqual(after, before);
       });

@@ -44,7 +44,11 @@ function databaseErrorToApiError(error: unknown): ApiError | null {
 }
 
 function fastifyErrorToApiError(error: FastifyError): ApiError | null {
-  if (error.validation) return new ApiError(400, 'INVALID_BODY', `The request is invalid: ${error.message}.`);
+  if (error.validation) {
+    return error.validationContext === 'body'
+      ? new ApiError(400, 'INVALID_BODY', `The request body is invalid: ${error.message}.`)
+      : new ApiError(400, 'INVALID_PARAMETER', `The request is invalid: ${error.message}.`);
+  }
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send the body as JSON with Content-Type: application/json.');
