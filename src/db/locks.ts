@@ -3,9 +3,12 @@ import type { Queryable } from './store.ts';
 /**
  * Serialises every change to one university's students and cohorts: partner batches and the
  * app's events on a student. A batch then reads a state no one else changes before it commits.
+ * The one lock key both take; `$1` is the university id.
  */
+const UNIVERSITY_LOCK = `pg_advisory_xact_lock(hashtext('pds.university:' || $1::text))`;
+
 export async function lockUniversity(tx: Queryable, universityId: string): Promise<void> {
-  await tx.query(`select pg_advisory_xact_lock(hashtext('pds.university:' || $1::text))`, [universityId]);
+  await tx.query(`select ${UNIVERSITY_LOCK}`, [universityId]);
 }
 
 /**
@@ -15,6 +18,5 @@ export async function lockUniversity(tx: Queryable, universityId: string): Promi
  * the university for each key (measured: 56 ms per lookup instead of 3).
  */
 export async function beginBatch(tx: Queryable, universityId: string): Promise<void> {
-  await tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true),
-                         pg_advisory_xact_lock(hashtext('pds.university:' || $1::text))`, [universityId]);
+  await tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true), ${UNIVERSITY_LOCK}`, [universityId]);
 }
