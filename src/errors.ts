@@ -1,8 +1,217 @@
 /**
- * The one error shape of the service (decisions D3): `{ code, message, details, hint }`.
- * Anything thrown as an ApiError reaches the caller as is; everything else becomes a 500
- * whose body says nothing about the internals.
+ * The error catalogue: every request-level error the service answers with, defined once with its
+ * status, when it happens, its message and its hint; raised by name (`apiError('BATCH_TOO_LARGE',
+ * rows)`), so a code cannot be misspelt and a message is never written twice. Every error leaves
+ * in one body, `{ code, message, details, hint }` (docs/api.md, "Errors").
+ *
+ * PostgreSQL's own codes that reach the caller as they are (a value the column's type rejects,
+ * and the like) are not listed here: src/http/sqlstates.ts decides which, with their statuses.
  */
+import { LIMITS } from './limits.ts';
+
+export interface ErrorText {
+  readonly message: string;
+  readonly details?: string | null;
+  readonly hint?: string | null;
+}
+
+interface ErrorDefinition<Args extends readonly unknown[]> {
+  readonly status: number;
+  /** When the service answers with this code: the documentation's words (README, OpenAPI). */
+  readonly when: string;
+  readonly text: (...args: Args) => ErrorText;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** Keeps each definition's argument types, so `apiError` checks what a raise passes. */
+const define = <Args extends readonly unknown[]>(definition: ErrorDefinition<Args>) => definition;
+
+const RETRY_SOON = { 'retry-after': '1' } as const;
+const TOKEN_HINT = 'Send Authorization: Bearer <token> with a token issued by the operator.';
+const UNAUTHORIZED_MESSAGES = {
+  missing: 'The request carries no bearer token.',
+  malformed: 'The Authorization header is not of the form "Bearer <token>".',
+  unknown: 'The bearer token is unknown, revoked or expired.',
+  operator: 'The operator API needs Authorization: Bearer $PDS_ADMIN_KEY.',
+} as const;
+
+export const ERRORS = {
+  // Query language (PostgREST's codes and statuses).
+  PGRST100: define({
+    status: 400, when: 'The query string does not parse (a filter, select, order, limit or offset).',
+    text: (what: string, raw: string, position: number, details: string) =>
+      ({ message: `"failed to parse ${what} (${raw})" (line 1, column ${position + 1})`, details }),
+  }),
+  PGRST103: define({
+    status: 416, when: 'The requested range (offset, limit, Range header) cannot be satisfied.',
+    text: (details: string) => ({ message: 'Requested range not satisfiable', details }),
+  }),
+  PGRST108: define({
+    status: 400, when: 'A parameter addresses an embedded resource; this interface has no embedding.',
+    text: (name: string, parameter: string) => ({
+      message: `'${name}' is not an embedded resource in this request`,
+      details: `The parameter '${parameter}' addresses '${name}'.`,
+      hint: `Verify that '${name}' is included in the 'select' query parameter.`,
+    }),
+  }),
+  PGRST116: define({
+    status: 406, when: 'A single object was asked for (Accept: application/vnd.pgrst.object+json) and not exactly one row matches.',
+    text: (rows: number) => ({ message: 'Cannot coerce the result to a single JSON object', details: `The result contains ${rows} rows` }),
+  }),
+  PGRST122: define({
+    status: 400, when: 'Prefer: handling=strict with a preference the service does not know.',
+    text: (invalid: readonly string[]) => ({ message: 'Invalid preferences given with handling=strict', details: `Invalid preferences: ${invalid.join(', ')}` }),
+  }),
+  PGRST123: define({
+    status: 400, when: 'An aggregate function in select; this interface offers none.',
+    text: () => ({ message: 'Use of aggregate functions is not allowed' }),
+  }),
+  PGRST200: define({
+    status: 400, when: 'Resource embedding in select; request the related resource from its own path.',
+    text: (name: string) => ({
+      message: `Could not find a relationship between the requested resource and '${name}'`,
+      details: 'Resource embedding is not available on this interface.',
+      hint: 'Request the related resource from its own path and filter by its id.',
+    }),
+  }),
+  PGRST205: define({
+    status: 404, when: 'No resource of that name.',
+    text: (resource: string, known: readonly string[]) => ({
+      message: `Could not find the resource '${resource}'`, hint: `The resources are: ${known.join(', ')}.`,
+    }),
+  }),
+  '42703': define({
+    status: 400, when: 'A column the resource does not have.',
+    text: (resource: string, column: string, known: readonly string[]) => ({
+      message: `column ${resource}.${column} does not exist`, hint: `The columns of ${resource} are: ${known.join(', ')}.`,
+    }),
+  }),
+  '42704': define({
+    status: 400, when: 'A select cast to a type outside the allowed list.',
+    text: (type: string, allowed: readonly string[]) => ({
+      message: `type "${type}" does not exist`, hint: `A select cast may name: ${allowed.join(', ')}.`,
+    }),
+  }),
+  QUERY_TOO_COMPLEX: define({
+    status: 400, when: 'A read exceeds a complexity limit (conditions, nesting, in-list, select or order size).',
+    text: (reason: string) => ({
+      message: `The query is too complex: ${reason}.`, hint: 'Split the request, or use keyset pagination and fewer conditions.',
+    }),
+  }),
+  URI_TOO_LONG: define({
+    status: 414, when: `The query string is longer than ${LIMITS.maxQueryStringBytes} bytes.`,
+    text: () => ({
+      message: `The query string is longer than ${LIMITS.maxQueryStringBytes} bytes.`,
+      hint: 'Use fewer or shorter filters, or page with keyset pagination.',
+    }),
+  }),
+
+  // Authentication and authorisation.
+  UNAUTHORIZED: define({
+    status: 401, when: 'A missing, malformed, unknown, revoked or expired token (or operator key).',
+    text: (reason: keyof typeof UNAUTHORIZED_MESSAGES) =>
+      ({ message: UNAUTHORIZED_MESSAGES[reason], hint: reason === 'operator' ? null : TOKEN_HINT }),
+    headers: { 'www-authenticate': 'Bearer' },
+  }),
+  WRITE_NOT_ENABLED: define({
+    status: 403, when: 'A write with a read-only token or a consortium token.',
+    text: (token: 'consortium' | 'read_only') => token === 'consortium'
+      ? { message: 'Consortium tokens can only read.', hint: 'Write with a write-enabled token of a single university.' }
+      : { message: 'This token is not enabled for writing.', hint: 'Ask the operator for a write-enabled token of your university.' },
+  }),
+  RATE_LIMITED: define({
+    status: 429, when: 'Over the read or write rate limit; Retry-After says when to try again.',
+    text: (perMinute: number, retryAfterSeconds: string) => ({
+      message: `Rate limit of ${perMinute} requests per minute exceeded.`, hint: `Retry after ${retryAfterSeconds} seconds, with backoff.`,
+    }),
+  }),
+
+  // Request shape.
+  NOT_FOUND: define({
+    status: 404, when: 'No endpoint at that path, or no record with that id on the operator API.',
+    text: (message: string) => ({ message }),
+  }),
+  METHOD_NOT_ALLOWED: define({
+    status: 405, when: 'A method the path does not serve; Allow lists those it does.',
+    text: (method: string, allow: string) => ({ message: `${method} is not allowed here.`, hint: `Allowed: ${allow}.` }),
+  }),
+  INVALID_BODY: define({
+    status: 400, when: 'A body that is not JSON, lacks its rows array, or breaks the operator API schema.',
+    text: (message: string) => ({ message }),
+  }),
+  INVALID_PARAMETER: define({
+    status: 400, when: 'A malformed path or query parameter on the operator API.',
+    text: (problem: string) => ({ message: `The request is invalid: ${problem}.` }),
+  }),
+  UNSUPPORTED_MEDIA_TYPE: define({
+    status: 415, when: 'A write whose body is not sent as application/json.',
+    text: () => ({ message: 'Send the body as JSON with Content-Type: application/json.' }),
+  }),
+  PAYLOAD_TOO_LARGE: define({
+    status: 413, when: `A body over ${LIMITS.bodyBytes / 1024 / 1024} MiB; nothing is written.`,
+    text: () => ({ message: 'The request body is larger than the service accepts.', hint: `Send at most ${LIMITS.batchRows} rows per request.` }),
+  }),
+  BATCH_TOO_LARGE: define({
+    status: 413, when: `More than ${LIMITS.batchRows} rows in one write; nothing is written.`,
+    text: (rows: number) => ({
+      message: `A batch holds at most ${LIMITS.batchRows} rows; this one has ${rows}. Nothing was written.`,
+      hint: 'Split the rows into batches of 200 to 500.',
+    }),
+  }),
+
+  // Operator API records.
+  CONFLICT: define({
+    status: 409, when: 'A record with the same key exists already.',
+    text: () => ({ message: 'A record with the same key already exists.' }),
+  }),
+  INVALID_REFERENCE: define({
+    status: 409, when: 'A referenced record (university, consortium, campus…) does not exist.',
+    text: () => ({ message: 'A referenced record does not exist.' }),
+  }),
+  EMAIL_TAKEN: define({
+    status: 409, when: 'An account already holds the address.',
+    text: () => ({ message: 'An account already holds that address.' }),
+  }),
+  CAMPUS_NOT_FOUND: define({
+    status: 400, when: 'An app-side cohort names a campus the university does not have.',
+    text: (campus: string) => ({ message: `No campus named "${campus}" at the university.` }),
+  }),
+  DEMO_EXISTS: define({
+    status: 409, when: 'The demo data set for that seed exists already.',
+    text: () => ({ message: 'The demo data set for this seed exists already.', hint: 'Use another seed.' }),
+  }),
+
+  // The service's and the store's side.
+  CONCURRENT_WRITE: define({
+    status: 503, when: 'The request raced another and lost; retry it.',
+    text: () => ({ message: 'The request raced another; retry it.' }),
+    headers: RETRY_SOON,
+  }),
+  QUERY_TIMEOUT: define({
+    status: 503, when: 'A statement ran longer than the statement timeout and was cancelled.',
+    text: () => ({
+      message: 'The query ran longer than the statement timeout and was cancelled.',
+      hint: 'Narrow the filter, page with a smaller limit, or use keyset pagination.',
+    }),
+    headers: RETRY_SOON,
+  }),
+  DATABASE_UNAVAILABLE: define({
+    status: 503, when: 'The data store is unreachable, overloaded or restarting; retry after Retry-After.',
+    text: () => ({ message: 'The data store is unavailable; retry with backoff.' }),
+    headers: RETRY_SOON,
+  }),
+  INTERNAL: define({
+    status: 500, when: 'An unexpected failure; the body names no internals.',
+    text: (requestId: string) => ({
+      message: 'The service failed to handle the request; retry with backoff.', hint: `Quote request id ${requestId} when contacting support.`,
+    }),
+  }),
+};
+
+export type ErrorCode = keyof typeof ERRORS;
+type ErrorArgs<C extends ErrorCode> = Parameters<(typeof ERRORS)[C]['text']>;
+
+/** An error on its way to the caller: a status, a code and the documented body. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -10,12 +219,24 @@ export class ApiError extends Error {
     message: string,
     readonly details: string | null = null,
     readonly hint: string | null = null,
-    readonly headers: Record<string, string> = {},
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
+  }
+
+  /** The same error with more response headers (Retry-After, Allow, Content-Range). */
+  withHeaders(headers: Readonly<Record<string, string>>): ApiError {
+    return new ApiError(this.status, this.code, this.message, this.details, this.hint, { ...this.headers, ...headers });
   }
 
   toBody() {
     return { code: this.code, message: this.message, details: this.details, hint: this.hint };
   }
+}
+
+/** The catalogue's error `code`, with the text its definition builds from `args`. */
+export function apiError<C extends ErrorCode>(code: C, ...args: ErrorArgs<C>): ApiError {
+  const definition: ErrorDefinition<ErrorArgs<C>> = ERRORS[code] as never;
+  const text = definition.text(...args);
+  return new ApiError(definition.status, String(code), text.message, text.details ?? null, text.hint ?? null, definition.headers);
 }

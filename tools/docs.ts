@@ -1,0 +1,59 @@
+/**
+ * `npm run docs`: writes the generated sections of docs/api.md from the code that holds each
+ * fact (the resource registry, the error catalogue, the limits). test/docs.test.ts fails when a
+ * section has drifted from what this would write.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { ERRORS, type ErrorCode } from '../src/errors.ts';
+import { LIMITS, LIMIT_DESCRIPTIONS, type Limit } from '../src/limits.ts';
+import { resources } from '../src/resources/registry.ts';
+
+export const API_DOC = fileURLToPath(new URL('../docs/api.md', import.meta.url));
+
+const table = (header: readonly string[], rows: readonly (readonly string[])[]) =>
+  [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+
+function resourcesSection(): string {
+  return table(['resource', 'columns (`?`: nullable)'], resources.map((r) => [
+    `\`${r.name}\``,
+    `${r.description} ${r.columns.map((c) => `\`${c.name}\` ${c.type}${c.nullable ? '?' : ''}`).join(', ')}`,
+  ]));
+}
+
+function errorsSection(): string {
+  const codes = Object.keys(ERRORS) as ErrorCode[];
+  return table(['status', 'code', 'when'], codes
+    .map((code) => [String(ERRORS[code].status), `\`${code}\``, ERRORS[code].when])
+    .sort((a, b) => a[0].localeCompare(b[0]) || a[1].localeCompare(b[1])));
+}
+
+function limitsSection(): string {
+  const names = Object.keys(LIMITS) as Limit[];
+  return table(['limit', 'value', 'over it'], names.map((name) =>
+    [LIMIT_DESCRIPTIONS[name].bounds, LIMITS[name].toLocaleString('en-US'), LIMIT_DESCRIPTIONS[name].answer]));
+}
+
+export const GENERATED_SECTIONS: Readonly<Record<string, () => string>> = {
+  resources: resourcesSection,
+  errors: errorsSection,
+  limits: limitsSection,
+};
+
+/** The document with every generated section rewritten. */
+export function renderGenerated(document: string): string {
+  let out = document;
+  for (const [name, render] of Object.entries(GENERATED_SECTIONS)) {
+    const begin = `<!-- BEGIN generated:${name} -->`;
+    const end = `<!-- END generated:${name} -->`;
+    const from = out.indexOf(begin);
+    const to = out.indexOf(end);
+    if (from < 0 || to < from) throw new Error(`docs/api.md lacks the markers of the generated section "${name}"`);
+    out = `${out.slice(0, from + begin.length)}\n${render()}\n${out.slice(to)}`;
+  }
+  return out;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  await writeFile(API_DOC, renderGenerated(await readFile(API_DOC, 'utf8')));
+}
