@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import autocannon from 'autocannon';
 import { Database } from '../src/db/database.ts';
-import { type DemoResult, loadDemo } from '../src/db/demo.ts';
+import { type DemoResult, loadDemo } from '../src/domain/demo.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgresStore } from '../src/db/postgres-store.ts';
 import type { Store } from '../src/db/store.ts';

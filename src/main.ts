@@ -4,7 +4,8 @@
  */
 import { readConfig } from './config.ts';
 import { Database } from './db/database.ts';
-import { type DemoUniversity, demoExists, issueDemoStartTokens, loadDemoData } from './db/demo.ts';
+import { demoExists, loadDemoData } from './db/demo-data.ts';
+import { type DemoUniversity, issueDemoStartTokens } from './domain/demo.ts';
 import { migrate } from './db/migrate.ts';
 import { openStore } from './db/store.ts';
 import { buildApp } from './http/app.ts';

@@ -6,7 +6,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
-import { DEMO_MAX_STUDENTS, demoExists, loadDemo } from '../db/demo.ts';
+import { DEMO_MAX_STUDENTS, demoExists } from '../db/demo-data.ts';
+import { loadDemo } from '../domain/demo.ts';
 import {
   createAccount, createCampus, createCohortInApp, createConsortium, createResumeTemplate, createUniversity,
 } from '../domain/onboarding.ts';

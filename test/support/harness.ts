@@ -9,7 +9,7 @@ import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { Database } from '../../src/db/database.ts';
-import { type DemoResult, loadDemo } from '../../src/db/demo.ts';
+import { type DemoResult, loadDemo } from '../../src/domain/demo.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openPgliteStore } from '../../src/db/pglite-store.ts';
 import { openPostgresStore } from '../../src/db/postgres-store.ts';

@@ -2,10 +2,11 @@
  * A deterministic demo data set for every resource: one consortium of three universities plus
  * an independent college, with students spread over the consortium. The same seed and size
  * always give the same ids and values (ids and choices are hashes of the seed and a row number).
- * Built set-based in SQL, so 100,000 students load in seconds.
+ * Built set-based in SQL, so 100,000 students load in seconds. Tokens for it are issued by
+ * src/domain/demo.ts.
  */
 import type { Queryable } from './store.ts';
-import { type IssuedToken, issueToken } from '../domain/tokens.ts';
+
 
 export const DEMO_DEFAULTS = { students: 300, seed: 42 } as const;
 export const DEMO_MAX_STUDENTS = 200_000;
@@ -40,21 +41,6 @@ const pickFrom = (values: readonly string[], key: string) => `(${arr(values)})[1
 const prose = (key: string, sentences: number) =>
   `(select string_agg(${pickFrom(SENTENCES, `${key} || ':' || k`)}, ' ') from generate_series(1, ${sentences}) k)`;
 
-export interface DemoUniversity {
-  id: string;
-  name: string;
-  short_name: string;
-  read_token: string;
-  write_token: string;
-}
-
-export interface DemoResult {
-  seed: number;
-  students: number;
-  consortium: { id: string; name: string; read_token: string };
-  universities: DemoUniversity[];
-}
-
 const UNIVERSITIES = [
   { key: 'u1', name: 'Northfield University', short: 'northfield', country: 'GB', timezone: 'Europe/London', member: true },
   { key: 'u2', name: 'Riverside Institute of Technology', short: 'riverside', country: 'US', timezone: 'America/Chicago', member: true },
@@ -65,53 +51,47 @@ const MEMBERS = UNIVERSITIES.filter((u) => u.member).length;
 const COHORTS_PER_UNIVERSITY = 8;
 const INDEPENDENT_STUDENTS = 40;
 
+// Universities are numbered 0..3 in the order above; u(n) is the id of number n.
+const u = (n: string) => `md5($1::text || ':u' || ((${n}) + 1))::uuid`;
+const short = (n: string) => `(${arr(UNIVERSITIES.map((x) => x.short))})[(${n}) + 1]`;
+const universities = `generate_series(0, ${UNIVERSITIES.length - 1}) un`;
+// Students 1..N over the consortium's members; INDEPENDENT_STUDENTS more at the independent college.
+const studentRows = `(select i, case when i > $2::int then ${MEMBERS} else (i - 1) % ${MEMBERS} end as un
+    from generate_series(1, $2::int + ${INDEPENDENT_STUDENTS}) i) st`;
+const student = (i: string) => uuidOf(`'student:' || ${i}`);
+const first = pickFrom(FIRST_NAMES, `'first:' || i`);
+const last = pickFrom(LAST_NAMES, `'last:' || i`);
+
+/** Runs one statement of the data set; `$1` is the seed and `$2` the number of students. */
+type Run = (text: string) => Promise<unknown>;
+
 export async function demoExists(tx: Queryable, seed: number = DEMO_DEFAULTS.seed): Promise<boolean> {
   const rows = await tx.query(`select 1 from consortia where id = ${uuidOf(`'consortium'`)}`, [String(seed)]);
   return rows.length > 0;
 }
 
-/** Fresh tokens for the demo's first university, for a restart that prints how to call the service. */
-export async function issueDemoStartTokens(tx: Queryable, seed: number = DEMO_DEFAULTS.seed): Promise<DemoUniversity> {
-  const [row] = await tx.query<{ id: string; name: string; short_name: string }>(
-    `select id, name, short_name from universities where id = ${uuidOf(`'u1'`)}`, [String(seed)]);
-  await tx.query(`update tokens set revoked_at = now() where label = 'demo start' and revoked_at is null`);
-  const read = await issueToken(tx, { universityId: row.id, canWrite: false, label: 'demo start' });
-  const write = await issueToken(tx, { universityId: row.id, canWrite: true, label: 'demo start' });
-  return { ...row, read_token: read.token, write_token: write.token };
+export interface DemoOrganisations {
+  readonly consortium: { id: string; name: string };
+  /** In data-set order: the three consortium members, then the independent college. */
+  readonly universities: readonly { id: string; name: string; short_name: string }[];
 }
 
-/** The demo data set with a read and a write token per university and a consortium token. */
-export async function loadDemo(tx: Queryable, options: { students?: number; seed?: number } = {}): Promise<DemoResult> {
-  const { students, seed } = await loadDemoData(tx, options);
+export async function demoOrganisations(tx: Queryable, seed: number = DEMO_DEFAULTS.seed): Promise<DemoOrganisations> {
   const [consortium] = await tx.query<{ id: string; name: string }>(`select id, name from consortia where id = ${uuidOf(`'consortium'`)}`, [String(seed)]);
-  const tokens: DemoUniversity[] = [];
-  for (const x of UNIVERSITIES) {
-    const [row] = await tx.query<{ id: string; name: string; short_name: string }>(
-      `select id, name, short_name from universities where id = ${uuidOf(`'${x.key}'`)}`, [String(seed)]);
-    const read: IssuedToken = await issueToken(tx, { universityId: row.id, canWrite: false, label: 'demo read' });
-    const write = await issueToken(tx, { universityId: row.id, canWrite: true, label: 'demo write' });
-    tokens.push({ ...row, read_token: read.token, write_token: write.token });
-  }
-  const consortiumToken = await issueToken(tx, { consortiumId: consortium.id, label: 'demo consortium' });
-  return { seed, students, consortium: { ...consortium, read_token: consortiumToken.token }, universities: tokens };
+  const universities = await tx.query<{ id: string; name: string; short_name: string }>(
+    `select u.id, u.name, u.short_name
+     from unnest(array[${UNIVERSITIES.map((x) => uuidOf(`'${x.key}'`)).join(', ')}]) with ordinality as k(id, n)
+     join universities u on u.id = k.id order by k.n`, [String(seed)]);
+  return { consortium, universities };
 }
 
-/** The demo data set alone, without tokens. */
-export async function loadDemoData(tx: Queryable, options: { students?: number; seed?: number } = {}): Promise<{ students: number; seed: number }> {
-  const students = options.students ?? DEMO_DEFAULTS.students;
-  const seed = options.seed ?? DEMO_DEFAULTS.seed;
-  // $1 is the seed and $2 the size; a statement is sent only the parameters it names.
-  const run = (text: string) => tx.query(text, text.includes('$2') ? [String(seed), String(students)] : [String(seed)]);
-
+/** The consortium, the universities, their campuses, résumé templates and cohorts. */
+async function insertOrganisations(run: Run): Promise<void> {
   await run(`insert into consortia (id, name) values (${uuidOf(`'consortium'`)}, 'Northern Universities Consortium')`);
   for (const u of UNIVERSITIES) {
     await run(`insert into universities (id, name, short_name, consortium_id, country, timezone)
       values (${uuidOf(`'${u.key}'`)}, '${u.name}', '${u.short}', ${u.member ? uuidOf(`'consortium'`) : 'null'}, '${u.country}', '${u.timezone}')`);
   }
-  // Universities are numbered 0..3 in the order above; u(n) is the id of number n.
-  const u = (n: string) => `md5($1::text || ':u' || ((${n}) + 1))::uuid`;
-  const short = (n: string) => `(${arr(UNIVERSITIES.map((x) => x.short))})[(${n}) + 1]`;
-  const universities = `generate_series(0, ${UNIVERSITIES.length - 1}) un`;
 
   await run(`insert into campuses (id, university_id, name, city, country)
     select ${uuidOf(`'campus:' || un || ':' || c`)}, ${u('un')}, (ARRAY['Main Campus','City Campus'])[c],
@@ -132,13 +112,10 @@ export async function loadDemoData(tx: Queryable, options: { students?: number; 
       lateral (select (${arr(PROGRAMS.map((x) => x[0]))})[1 + (un * 3 + c) % ${PROGRAMS.length}] as program,
                       (${arr(PROGRAMS.map((x) => x[1]))})[1 + (un * 3 + c) % ${PROGRAMS.length}] as degree,
                       case when c % 3 = 0 then 2 else 3 end as years) pr`);
+}
 
-  // Students 1..N over the consortium's members; INDEPENDENT_STUDENTS more at the independent college.
-  const studentRows = `(select i, case when i > $2::int then ${MEMBERS} else (i - 1) % ${MEMBERS} end as un
-      from generate_series(1, $2::int + ${INDEPENDENT_STUDENTS}) i) st`;
-  const student = (i: string) => uuidOf(`'student:' || ${i}`);
-  const first = pickFrom(FIRST_NAMES, `'first:' || i`);
-  const last = pickFrom(LAST_NAMES, `'last:' || i`);
+/** Student accounts and students, their alumni history, and staff and self-serve accounts. */
+async function insertPeople(run: Run): Promise<void> {
   await run(`insert into accounts (id, kind, university_id, email)
     select ${student('i')}, 'student', ${u('un')},
       lower(${first} || '.' || ${last} || '.' || i || '@' || ${short('un')} || '-' || $1::text || '.example.edu')
@@ -169,7 +146,10 @@ export async function loadDemoData(tx: Queryable, options: { students?: number; 
     union all
     select ${uuidOf(`'selfserve:' || k`)}, 'self_serve', null, 'jobseeker' || k || '@mail-' || $1::text || '.example.com'
     from generate_series(1, 5) k`);
+}
 
+/** Advisor assignments, résumés and profiles. */
+async function insertStudentRecords(run: Run): Promise<void> {
   await run(`insert into advisor_students (id, university_id, student_id, advisor_id, advisor_email, advisor_name, co_advisor_ids, assigned_at)
     select ${uuidOf(`'advising:' || i`)}, ${u('un')}, ${student('i')}, ${uuidOf(`'staff:' || un || ':' || (1 + i % 5)`)},
       'advisor' || (1 + i % 5) || '@' || ${short('un')} || '-' || $1::text || '.example.edu',
@@ -202,6 +182,10 @@ export async function loadDemoData(tx: Queryable, options: { students?: number; 
       (ARRAY['university','employers','private'])[1 + i % 3],
       timestamptz '2024-04-01 00:00:00+00' + (i || ' minutes')::interval
     from ${studentRows} where i % 2 = 1`);
+}
+
+/** Onboarding progress and engagement, in total and per month. */
+async function insertActivity(run: Run): Promise<void> {
   await run(`insert into onboarding (id, university_id, student_id, status, steps_completed, steps_total, completed_at, updated_at)
     select ${uuidOf(`'onboarding:' || i`)}, ${u('un')}, ${student('i')},
       (ARRAY['not_started','in_progress','completed'])[1 + ${pick(`'onb:' || i`)} % 3],
@@ -222,6 +206,10 @@ export async function loadDemoData(tx: Queryable, options: { students?: number; 
       ${pick(`'ml:' || i || ':' || m`)} % 20, ${pick(`'ma:' || i || ':' || m`)} % 6,
       ${pick(`'me:' || i || ':' || m`)} % 4, ${pick(`'mp:' || i || ':' || m`)} % 3
     from ${studentRows}, generate_series(8, 10) m`);
+}
+
+/** The alumni directory, companies, jobs and events. */
+async function insertDirectory(run: Run): Promise<void> {
   await run(`insert into alumni (id, university_id, first_name, last_name, email, graduation_year, degree, employer, job_title,
       city, linkedin_url, open_to_mentoring, updated_at)
     select ${uuidOf(`'alumnus:' || un || ':' || k`)}, ${u('un')}, ${pickFrom(FIRST_NAMES, `'af:' || un || ':' || k`)},
@@ -258,6 +246,15 @@ export async function loadDemoData(tx: Queryable, options: { students?: number; 
       (ARRAY['Great Hall','Room 101','Online','Library Atrium'])[1 + k % 4], 50 + (k % 5) * 50,
       ${pick(`'reg:' || un || ':' || k`)} % 50, timestamptz '2026-08-01 00:00:00+00'
     from ${universities}, generate_series(1, 30) k`);
+}
+
+/** The demo data set, without tokens. */
+export async function loadDemoData(tx: Queryable, options: { students?: number; seed?: number } = {}): Promise<{ students: number; seed: number }> {
+  const students = options.students ?? DEMO_DEFAULTS.students;
+  const seed = options.seed ?? DEMO_DEFAULTS.seed;
+  // A statement is sent only the parameters it names.
+  const run: Run = (text) => tx.query(text, text.includes('$2') ? [String(seed), String(students)] : [String(seed)]);
+  for (const insert of [insertOrganisations, insertPeople, insertStudentRecords, insertActivity, insertDirectory]) await insert(run);
   await tx.exec('analyze');
   return { students, seed };
 }

@@ -1,0 +1,42 @@
+/** Tokens for the demo data set of src/db/demo-data.ts: what `npm start` prints and the operator's demo call answers. */
+import { type DemoOrganisations, demoOrganisations, loadDemoData } from '../db/demo-data.ts';
+import type { Queryable } from '../db/store.ts';
+import { issueToken } from './tokens.ts';
+
+export interface DemoUniversity {
+  id: string;
+  name: string;
+  short_name: string;
+  read_token: string;
+  write_token: string;
+}
+
+export interface DemoResult {
+  seed: number;
+  students: number;
+  consortium: { id: string; name: string; read_token: string };
+  universities: DemoUniversity[];
+}
+
+async function withTokens(tx: Queryable, university: DemoOrganisations['universities'][number], labels: { read: string; write: string }): Promise<DemoUniversity> {
+  const read = await issueToken(tx, { universityId: university.id, canWrite: false, label: labels.read });
+  const write = await issueToken(tx, { universityId: university.id, canWrite: true, label: labels.write });
+  return { ...university, read_token: read.token, write_token: write.token };
+}
+
+/** Fresh tokens for the demo's first university, for a restart that prints how to call the service. */
+export async function issueDemoStartTokens(tx: Queryable): Promise<DemoUniversity> {
+  const { universities: [first] } = await demoOrganisations(tx);
+  await tx.query(`update tokens set revoked_at = now() where label = 'demo start' and revoked_at is null`);
+  return withTokens(tx, first, { read: 'demo start', write: 'demo start' });
+}
+
+/** The demo data set with a read and a write token per university and a consortium token. */
+export async function loadDemo(tx: Queryable, options: { students?: number; seed?: number } = {}): Promise<DemoResult> {
+  const { students, seed } = await loadDemoData(tx, options);
+  const { consortium, universities } = await demoOrganisations(tx, seed);
+  const tokens: DemoUniversity[] = [];
+  for (const university of universities) tokens.push(await withTokens(tx, university, { read: 'demo read', write: 'demo write' }));
+  const consortiumToken = await issueToken(tx, { consortiumId: consortium.id, label: 'demo consortium' });
+  return { seed, students, consortium: { ...consortium, read_token: consortiumToken.token }, universities: tokens };
+}
