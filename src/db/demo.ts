@@ -104,9 +104,12 @@ export async function loadDemoData(tx: Queryable, options: { students?: number; 
   const run = (text: string) => tx.query(text, text.includes('$2') ? [String(seed), String(students)] : [String(seed)]);
 
   await run(`insert into consortia (id, name) values (${uuidOf(`'consortium'`)}, 'Northern Universities Consortium')`);
+  // University names and short names are unique: another seed's data set marks its own.
+  const ofSeed = (text: string, mark: string) => `'${text}' || case when $1::int = ${DEMO_DEFAULTS.seed} then '' else ${mark} end`;
   for (const u of UNIVERSITIES) {
     await run(`insert into universities (id, name, short_name, consortium_id, country, timezone)
-      values (${uuidOf(`'${u.key}'`)}, '${u.name}', '${u.short}', ${u.member ? uuidOf(`'consortium'`) : 'null'}, '${u.country}', '${u.timezone}')`);
+      values (${uuidOf(`'${u.key}'`)}, ${ofSeed(u.name, `' (seed ' || $1 || ')'`)}, ${ofSeed(u.short, `'-' || $1`)},
+        ${u.member ? uuidOf(`'consortium'`) : 'null'}, '${u.country}', '${u.timezone}')`);
   }
   // Universities are numbered 0..3 in the order above; u(n) is the id of number n.
   const u = (n: string) => `md5($1::text || ':u' || ((${n}) + 1))::uuid`;
