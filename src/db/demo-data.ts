@@ -88,9 +88,12 @@ export async function demoOrganisations(tx: Queryable, seed: number = DEMO_DEFAU
 /** The consortium, the universities, their campuses, résumé templates and cohorts. */
 async function insertOrganisations(run: Run): Promise<void> {
   await run(`insert into consortia (id, name) values (${uuidOf(`'consortium'`)}, 'Northern Universities Consortium')`);
+  // University names and short names are unique: another seed's data set marks its own.
+  const ofSeed = (text: string, mark: string) => `'${text}' || case when $1::int = ${DEMO_DEFAULTS.seed} then '' else ${mark} end`;
   for (const u of UNIVERSITIES) {
     await run(`insert into universities (id, name, short_name, consortium_id, country, timezone)
-      values (${uuidOf(`'${u.key}'`)}, '${u.name}', '${u.short}', ${u.member ? uuidOf(`'consortium'`) : 'null'}, '${u.country}', '${u.timezone}')`);
+      values (${uuidOf(`'${u.key}'`)}, ${ofSeed(u.name, `' (seed ' || $1 || ')'`)}, ${ofSeed(u.short, `'-' || $1`)},
+        ${u.member ? uuidOf(`'consortium'`) : 'null'}, '${u.country}', '${u.timezone}')`);
   }
 
   await run(`insert into campuses (id, university_id, name, city, country)

@@ -35,6 +35,14 @@ export interface DatabaseError extends Error {
   hint?: string;
 }
 
+/** The table and constraint a violation names; postgres.js and PGlite spell the fields differently. */
+export function violatedConstraint(error: DatabaseError): { table: string; constraint: string } | null {
+  const fields = error as { table?: string; table_name?: string; constraint?: string; constraint_name?: string };
+  const table = fields.table_name ?? fields.table;
+  const constraint = fields.constraint_name ?? fields.constraint;
+  return table && constraint ? { table, constraint } : null;
+}
+
 export function isDatabaseError(error: unknown): error is DatabaseError {
   const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);

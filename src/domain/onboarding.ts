@@ -18,7 +18,18 @@ export function createConsortium(tx: Queryable, input: { name: string }) {
   return insertOne(tx, `insert into consortia (name) values ($1) returning id, name, ${TIMESTAMPS}`, [input.name]);
 }
 
-export function createUniversity(tx: Queryable, input: { name: string; short_name?: string | null; consortium_id?: string | null; country?: string | null; timezone?: string | null }) {
+/**
+ * A university. Its name and its short_name are each unique, compared case-insensitively (a
+ * second create answers 409). The timezone must be a name in the store's own time zone
+ * database, the one `at time zone` reads: Node's Intl.supportedValuesOf('timeZone') omits
+ * valid names such as UTC and Asia/Kolkata (Node 20). PostgreSQL's POSIX-rule copies
+ * (`posix/…`) are not IANA names and are refused.
+ */
+export async function createUniversity(tx: Queryable, input: { name: string; short_name?: string | null; consortium_id?: string | null; country?: string | null; timezone?: string | null }) {
+  if (input.timezone != null) {
+    const [known] = await tx.query(`select 1 from pg_timezone_names where name = $1 and name !~ '^(posix|right)/'`, [input.timezone]);
+    if (!known) throw new ApiError(400, 'INVALID_BODY', `timezone "${input.timezone}" is not an IANA time zone name.`, null, 'Use a name such as Europe/London or America/Chicago.');
+  }
   return insertOne(tx,
     `insert into universities (name, short_name, consortium_id, country, timezone) values ($1, $2, $3, $4, $5)
      returning id, name, short_name, consortium_id, country, timezone, ${TIMESTAMPS}`,

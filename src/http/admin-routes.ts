@@ -12,13 +12,16 @@ import {
   createAccount, createCampus, createCohortInApp, createConsortium, createResumeTemplate, createUniversity,
 } from '../domain/onboarding.ts';
 import { alumniHistory, eraseStudent, setGraduationDateInApp, signIn, verifyEmail } from '../domain/students.ts';
+import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH, NO_CONTROL_CHARACTERS_PATTERN } from '../domain/text.ts';
 import { type TokenAuthenticator, issueToken, revokeToken } from '../domain/tokens.ts';
 import { ApiError } from '../errors.ts';
 import { bearerToken } from './auth.ts';
 
 const uuid = { type: 'string', format: 'uuid' } as const;
-const name = { type: 'string', minLength: 1, maxLength: 200 } as const;
-const optionalText = { type: ['string', 'null'], maxLength: 200 } as const;
+const singleLine = { type: 'string', maxLength: MAX_NAME_LENGTH, pattern: NO_CONTROL_CHARACTERS_PATTERN } as const;
+const name = { ...singleLine, minLength: 1 } as const;
+const optionalText = { ...singleLine, type: ['string', 'null'] } as const;
+const email = { type: 'string', format: 'email', maxLength: MAX_EMAIL_LENGTH } as const;
 const date = { type: 'string', format: 'date' } as const;
 const idParams = { type: 'object', required: ['id'], properties: { id: uuid } } as const;
 
@@ -88,6 +91,10 @@ export async function adminRoutes(app: FastifyInstance, deps: { db: Database; to
     if (input.consortium_id && input.can_write) {
       throw new ApiError(400, 'INVALID_BODY', 'Consortium tokens are read only: can_write must be false.');
     }
+    // Compared with this process's clock, the one that later refuses the expired token.
+    if (input.expires_at !== undefined && !(Date.parse(input.expires_at) > Date.now())) {
+      throw new ApiError(400, 'INVALID_BODY', `expires_at must be in the future; ${input.expires_at} is not.`);
+    }
     reply.code(201);
     return db.asOperator((tx) => issueToken(tx, {
       universityId: input.university_id, consortiumId: input.consortium_id, canWrite: input.can_write,
@@ -106,7 +113,7 @@ export async function adminRoutes(app: FastifyInstance, deps: { db: Database; to
   app.post('/accounts', {
     schema: {
       ...hidden,
-      body: body(['email', 'kind'], { email: { type: 'string', format: 'email' }, kind: { enum: ['staff', 'self_serve'] }, university_id: { ...uuid, nullable: true } }),
+      body: body(['email', 'kind'], { email, kind: { enum: ['staff', 'self_serve'] }, university_id: { ...uuid, nullable: true } }),
     },
   }, async (request, reply) => {
     reply.code(201);
@@ -120,7 +127,7 @@ export async function adminRoutes(app: FastifyInstance, deps: { db: Database; to
         university_id: uuid, name, display_name: name, program: name, degree: name, start_date: date, end_date: date,
         intake_year: { type: 'integer' }, intake_term: { enum: ['Fall', 'Winter', 'Spring', 'Summer'] },
         campus_name: optionalText, study_mode: { enum: ['full_time', 'part_time', 'online', 'hybrid', null] },
-        resume_template_names: { type: 'array', items: { type: 'string' } },
+        resume_template_names: { type: 'array', items: singleLine },
       }),
     },
   }, async (request, reply) => {
@@ -143,7 +150,7 @@ export async function adminRoutes(app: FastifyInstance, deps: { db: Database; to
   });
 
   app.post('/students/:id/verify-email', {
-    schema: { ...hidden, params: idParams, body: body(['email'], { email: { type: 'string', minLength: 3 } }) },
+    schema: { ...hidden, params: idParams, body: body(['email'], { email }) },
   }, async (request) => verifyEmail(db, studentId(request), (request.body as { email: string }).email));
 
   app.delete('/students/:id', { schema: { ...hidden, params: idParams } }, async (request, reply) => {

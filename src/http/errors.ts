@@ -4,7 +4,7 @@
  * does; anything unexpected becomes a 500 that names no table, query or stack.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { isDatabaseError } from '../db/store.ts';
+import { type DatabaseError, isDatabaseError, violatedConstraint } from '../db/store.ts';
 import { ApiError } from '../errors.ts';
 
 const CONNECTION_FAILURES = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE']);
@@ -19,14 +19,36 @@ const CONSTRAINT_MESSAGES: Record<string, [number, string, string]> = {
   '23514': [400, 'INVALID_BODY', 'A value is outside the allowed set.'],
 };
 
-function databaseErrorToApiError(error: unknown): ApiError | null {
+/**
+ * The request field a key violation is about, with the value sent for it. The column comes from
+ * the constraint's name by PostgreSQL's convention, `<table>_<column>_fkey` or `_key`: the
+ * error's own detail omits the key on tables under row-level security.
+ */
+function violatedField(error: DatabaseError, body: unknown): { field: string; value: string } | null {
+  const violated = violatedConstraint(error);
+  if (!violated || body === null || typeof body !== 'object') return null;
+  const { table, constraint } = violated;
+  const suffix = ['_fkey', '_key'].find((s) => constraint.endsWith(s));
+  if (!suffix || !constraint.startsWith(`${table}_`)) return null;
+  const field = constraint.slice(table.length + 1, -suffix.length);
+  const value = (body as Record<string, unknown>)[field];
+  return typeof value === 'string' ? { field, value } : null;
+}
+
+const KEY_VIOLATION_MESSAGES: Record<string, (field: string, value: string) => string> = {
+  '23505': (field, value) => `A record with ${field} "${value}" already exists.`,
+  '23503': (field, value) => `${field} ${value} does not exist.`,
+};
+
+function databaseErrorToApiError(error: unknown, body: unknown): ApiError | null {
   const code = (error as { code?: unknown })?.code;
   if (typeof code === 'string' && CONNECTION_FAILURES.has(code)) return unavailable();
   if (!isDatabaseError(error)) return null;
   const passThrough = (status: number) => new ApiError(status, error.code, error.message, error.detail ?? null, error.hint ?? null);
   if (CONSTRAINT_MESSAGES[error.code]) {
     const [status, apiCode, message] = CONSTRAINT_MESSAGES[error.code];
-    return new ApiError(status, apiCode, message);
+    const violated = KEY_VIOLATION_MESSAGES[error.code] ? violatedField(error, body) : null;
+    return new ApiError(status, apiCode, violated ? KEY_VIOLATION_MESSAGES[error.code](violated.field, violated.value) : message);
   }
   if (error.code.startsWith('22')) return passThrough(400);
   // PostgREST answers 404 when no operator fits the column's type, e.g. `like` on a uuid.
@@ -67,7 +89,7 @@ function fastifyErrorToApiError(error: FastifyError): ApiError | null {
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const apiError = error instanceof ApiError ? error : fastifyErrorToApiError(error) ?? databaseErrorToApiError(error);
+    const apiError = error instanceof ApiError ? error : fastifyErrorToApiError(error) ?? databaseErrorToApiError(error, request.body);
     if (!apiError) {
       request.log.error({ err: error }, 'unexpected error');
       return reply.code(500).type('application/json; charset=utf-8').send({

@@ -3,6 +3,7 @@
  * decided in request order against a state that carries earlier rows' effects, so a later row
  * naming a cohort an earlier row created sees it.
  */
+import { MAX_NAME_LENGTH, textProblem } from '../domain/text.ts';
 import { type Rejection, type RowStatus, type WriteMode, isBlank, isIsoDate, reject } from './batch.ts';
 
 export const INTAKE_TERMS = ['Fall', 'Winter', 'Spring', 'Summer'] as const;
@@ -13,8 +14,18 @@ export const COHORT_FIELDS: ReadonlySet<string> = new Set([
   'name', ...REQUIRED_ON_CREATE, 'campus_name', 'study_mode', 'resume_template_names',
 ]);
 
-const MAX_NAME_LENGTH = 200;
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+/**
+ * The longest value each string field takes, in characters; `resume_template_names` bounds
+ * each entry. A violation of `name` is INVALID_NAME, of any other INVALID_FIELD.
+ */
+export const COHORT_TEXT_FIELDS = {
+  name: MAX_NAME_LENGTH,
+  display_name: MAX_NAME_LENGTH,
+  program: MAX_NAME_LENGTH,
+  degree: MAX_NAME_LENGTH,
+  campus_name: MAX_NAME_LENGTH,
+  resume_template_names: MAX_NAME_LENGTH,
+} as const satisfies Record<string, number>;
 
 /** A validated row: present fields only; null clears an optional field. */
 export interface CohortRow {
@@ -45,8 +56,8 @@ export function validateCohortRow(raw: unknown, index: number, mode: WriteMode):
   const row = raw as Record<string, unknown>;
   const name = typeof row.name === 'string' ? row.name : null;
   const fail = (code: string, message: string): ValidatedCohortRow => ({ rejected: reject(code, message), name });
-  if (name === null || isBlank(name) || name.length > MAX_NAME_LENGTH || CONTROL_CHARACTERS.test(name)) {
-    return fail('INVALID_NAME', `name is required: 1 to ${MAX_NAME_LENGTH} characters, not blank, without control characters.`);
+  if (name === null || isBlank(name) || textProblem('name', name, COHORT_TEXT_FIELDS.name) !== null) {
+    return fail('INVALID_NAME', `name is required: 1 to ${COHORT_TEXT_FIELDS.name} characters, not blank, without control characters.`);
   }
   for (const field of ['display_name', 'program', 'degree'] as const) {
     const value = row[field];
@@ -70,6 +81,14 @@ export function validateCohortRow(raw: unknown, index: number, mode: WriteMode):
   const templates = row.resume_template_names;
   if (templates !== undefined && templates !== null && (!Array.isArray(templates) || templates.some((t) => typeof t !== 'string'))) {
     return fail('INVALID_FIELD', 'resume_template_names must be a list of strings.');
+  }
+  for (const [field, maxLength] of Object.entries(COHORT_TEXT_FIELDS)) {
+    const value = row[field];
+    const entries: [string, unknown][] = Array.isArray(value) ? value.map((v, i) => [`${field}[${i}]`, v]) : [[field, value]];
+    for (const [label, entry] of entries) {
+      const problem = typeof entry === 'string' ? textProblem(label, entry, maxLength) : null;
+      if (problem) return fail('INVALID_FIELD', problem);
+    }
   }
   if (mode !== 'patch') {
     const missing = REQUIRED_ON_CREATE.filter((f) => row[f] === undefined);

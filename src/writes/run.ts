@@ -2,10 +2,13 @@
  * One batch, one transaction: validate every row, lock the university, load the state of the
  * whole batch, decide each row in pure code, apply set-based. A row that lost a race on a
  * service-wide unique address is decided once more; if it loses again it is CONCURRENT_WRITE.
+ * A deadlock with another university's batch is such a race for every row the attempt changed:
+ * the attempt runs in a savepoint, so the deadlock undoes it alone and never fails the batch.
  */
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 import { beginBatch } from '../db/locks.ts';
+import { inSavepoint } from '../db/savepoint.ts';
 import { todayUtc } from '../domain/alumni.ts';
 import { type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
 import { applyCohortChanges, loadCohortState } from './cohort-store.ts';
@@ -17,6 +20,9 @@ import {
 
 /** Internal retries before a row that keeps losing a race is reported CONCURRENT_WRITE. */
 export const RACE_RETRIES = 1;
+
+/** Failures that mean an apply attempt lost a race and may be decided again: deadlock, serialization. */
+const RACE_SQLSTATES: ReadonlySet<string> = new Set(['40P01', '40001']);
 
 /**
  * Runs `attempt` over the pending rows until none lose, at most 1 + retries times; returns
@@ -62,7 +68,9 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
     const losers = await settleRaces(rows, async (pending) => {
       const state = await loadStudentState(tx, universityId, pending);
       const decisions = decideStudentBatch(pending, state, context);
-      const lost = await applyStudentChanges(tx, universityId, decisions.filter(isChange));
+      const changes = decisions.filter(isChange);
+      const applied = await inSavepoint(tx, RACE_SQLSTATES, () => applyStudentChanges(tx, universityId, changes));
+      const lost = 'ok' in applied ? applied.ok : new Set(changes.map((c) => c.row.index));
       for (const d of decisions) if (!lost.has(d.row.index)) results[d.row.index] = studentResult(d);
       return lost;
     });

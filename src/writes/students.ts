@@ -3,12 +3,28 @@
  * as pure functions: validate a row, then decide it against the batch's current state.
  */
 import { type AlumniChange, alumniChanges, impliedAlumni } from '../domain/alumni.ts';
+import {
+  MAX_EMAIL_LENGTH, MAX_EXTERNAL_ID_LENGTH, MAX_NAME_LENGTH, MAX_PHONE_LENGTH, hasControlCharacter, textProblem,
+} from '../domain/text.ts';
 import { type Rejection, type RowStatus, type WriteMode, isBlank, isIsoDate, reject } from './batch.ts';
 
 /** The fields a student record holds; every other sent key is reported in dropped_fields. */
 export const STUDENT_FIELDS: ReadonlySet<string> = new Set([
   'email', 'first_name', 'last_name', 'cohort_name', 'is_alumni', 'external_id', 'phone', 'graduation_date',
 ]);
+
+/**
+ * The longest value each string field takes, in characters. email and phone have codes of
+ * their own (INVALID_EMAIL, INVALID_PHONE); a violation of any other is INVALID_FIELD.
+ */
+export const STUDENT_TEXT_FIELDS = {
+  email: MAX_EMAIL_LENGTH,
+  first_name: MAX_NAME_LENGTH,
+  last_name: MAX_NAME_LENGTH,
+  cohort_name: MAX_NAME_LENGTH,
+  external_id: MAX_EXTERNAL_ID_LENGTH,
+  phone: MAX_PHONE_LENGTH,
+} as const satisfies Record<string, number>;
 
 const EMAIL = /^[^\s@"(),:;<>[\\\]]+@[^\s@"(),:;<>[\\\]]+\.[^\s@"(),:;<>[\\\]]+$/;
 const E164 = /^\+[1-9]\d{1,14}$/;
@@ -38,7 +54,7 @@ export function validateStudentRow(raw: unknown, index: number, mode: WriteMode)
   const sentEmail = typeof row.email === 'string' ? row.email : null;
   const fail = (code: string, message: string): ValidatedStudentRow => ({ rejected: reject(code, message), sentEmail });
 
-  if (sentEmail === null || sentEmail.trim().length > 254 || !EMAIL.test(sentEmail.trim())) {
+  if (sentEmail === null || sentEmail.trim().length > STUDENT_TEXT_FIELDS.email || !EMAIL.test(sentEmail.trim()) || hasControlCharacter(sentEmail)) {
     return fail('INVALID_EMAIL', row.email === undefined ? 'email is required.' : 'email is not a valid address.');
   }
   for (const field of ['first_name', 'last_name', 'cohort_name', 'external_id'] as const) {
@@ -68,6 +84,10 @@ export function validateStudentRow(raw: unknown, index: number, mode: WriteMode)
   }
   if (creating && (row.is_alumni === undefined || row.is_alumni === null)) {
     return fail('MISSING_IS_ALUMNI', 'is_alumni is required when a student is created.');
+  }
+  for (const [field, maxLength] of Object.entries(STUDENT_TEXT_FIELDS)) {
+    const problem = typeof row[field] === 'string' ? textProblem(field, row[field], maxLength) : null;
+    if (problem) return fail('INVALID_FIELD', problem);
   }
 
   return {
