@@ -4,6 +4,7 @@
  * sockets), against a bare `INSERT … ON CONFLICT` of the same 500 rows in the same run.
  */
 import { randomUUID } from 'node:crypto';
+import { readConfig } from '../src/config.ts';
 import { arrayLiteral } from '../src/db/array-literal.ts';
 import { Database } from '../src/db/database.ts';
 import { migrate } from '../src/db/migrate.ts';
@@ -35,7 +36,7 @@ export async function benchWrites(label: string, store: Store): Promise<void> {
   });
   await store.exec(`create table if not exists bare_students (email text primary key, first_name text, last_name text,
     cohort_name text, is_alumni boolean, external_id text, phone text)`);
-  const app = await buildApp({ adminKey: undefined, redisUrl: undefined, readLimitPerMin: 1e9, writeLimitPerMin: 1e9, logLevel: 'silent' }, db);
+  const app = await buildApp({ adminKey: undefined, redisUrl: undefined, readLimitPerMin: 1e9, writeLimitPerMin: 1e9, plannedCounts: true, logLevel: 'silent' }, db);
   const send = async (method: 'PUT' | 'PATCH', rows: object[]) => {
     const res = await app.inject({ method, url: '/v1/students', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: JSON.stringify({ students: rows }) });
     if (res.statusCode !== 200) throw new Error(`${method} answered ${res.statusCode}: ${res.body.slice(0, 200)}`);
@@ -88,7 +89,7 @@ export async function benchWrites(label: string, store: Store): Promise<void> {
 }
 
 export async function benchWritesOnPglite(): Promise<void> {
-  const store = await openPgliteStore();
+  const store = await openPgliteStore({ waitMs: readConfig({}).embeddedWaitMs });
   await migrate(store);
   try {
     await benchWrites('PGlite (in memory)', store);

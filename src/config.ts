@@ -10,6 +10,10 @@ export interface Config {
   writeLimitPerMin: number;
   demo: boolean;
   statementTimeoutMs: number;
+  /** How long a request waits for PGlite's one session before it is answered 503. */
+  embeddedWaitMs: number;
+  /** Off: `Prefer: count=planned|estimated` are answered with exact counts. */
+  plannedCounts: boolean;
   logLevel: string;
 }
 
@@ -19,6 +23,13 @@ function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): num
   const value = Number(raw);
   if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
   return value;
+}
+
+function onOffSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw !== 'on' && raw !== 'off') throw new Error(`${name} must be "on" or "off", got "${raw}"`);
+  return raw === 'on';
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -33,6 +44,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     writeLimitPerMin: intSetting(env, 'PDS_WRITE_LIMIT_PER_MIN', 60),
     demo: env.PDS_DEMO !== '0',
     statementTimeoutMs: intSetting(env, 'PDS_STATEMENT_TIMEOUT_MS', 5000),
+    embeddedWaitMs: intSetting(env, 'PDS_EMBEDDED_WAIT_MS', 5000),
+    plannedCounts: onOffSetting(env, 'PDS_PLANNED_COUNTS', true),
     logLevel: env.LOG_LEVEL || 'info',
   };
 }

@@ -11,7 +11,7 @@ import { openStore } from './db/store.ts';
 import { buildApp } from './http/app.ts';
 
 const config = readConfig();
-const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, embeddedWaitMs: config.embeddedWaitMs });
 await migrate(store);
 const db = new Database(store, config.statementTimeoutMs);
 

@@ -1,5 +1,5 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { type Queryable, type Store, transactionPreamble } from './store.ts';
+import { type Queryable, type Store, StoreBusyError, transactionPreamble } from './store.ts';
 
 /**
  * PGlite is one session: its `transaction` holds that session exclusively, and statements
@@ -27,22 +27,77 @@ function queryableOf(db: PGlite | Transaction): Queryable {
   };
 }
 
-export async function openPgliteStore(dataDir?: string, loadDataDir?: Blob): Promise<Store & { dump(): Promise<Blob> }> {
+/**
+ * First come, first served access to the one session, with a bound on the wait: a request that
+ * cannot have the session within `waitMs` fails with StoreBusyError (503) instead of queueing
+ * without end behind a slow stream or a burst. The bound cannot help while a statement runs:
+ * PGlite runs it on the main thread, so no timer fires until it returns.
+ */
+class SessionGate {
+  private held = false;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly waitMs: number) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    await this.acquire();
+    try {
+      return await fn();
+    } finally {
+      this.release();
+    }
+  }
+
+  private acquire(): Promise<void> {
+    if (!this.held) {
+      this.held = true;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const grant = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.waiting.splice(this.waiting.indexOf(grant), 1);
+        reject(new StoreBusyError(this.waitMs));
+      }, this.waitMs);
+      this.waiting.push(grant);
+    });
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.held = false;
+  }
+}
+
+export interface PgliteOptions {
+  dataDir?: string;
+  /** A data directory dump to start from (tests start from a migrated snapshot). */
+  loadDataDir?: Blob;
+  /** How long a request may wait for the session (PDS_EMBEDDED_WAIT_MS). */
+  waitMs: number;
+}
+
+export async function openPgliteStore(options: PgliteOptions): Promise<Store & { dump(): Promise<Blob> }> {
   // Parameters are text for PostgreSQL's input functions; PGlite's own boolean serialiser would
   // throw on a value PostgreSQL should reject with 22P02.
-  const db = await PGlite.create({ dataDir, loadDataDir, serializers: { 16: String } });
+  const db = await PGlite.create({ dataDir: options.dataDir, loadDataDir: options.loadDataDir, serializers: { 16: String } });
   const base = queryableOf(db);
+  const gate = new SessionGate(options.waitMs);
   return {
     backend: 'pglite',
-    query: base.query,
-    exec: base.exec,
-    firstColumn: base.firstColumn,
-    async transaction(fn, options = {}) {
-      return db.transaction(async (tx) => {
-        const preamble = transactionPreamble(options);
+    query: (text, params) => gate.run(() => base.query(text, params)),
+    exec: (text) => gate.run(() => base.exec(text)),
+    firstColumn: (text) => gate.run(() => base.firstColumn(text)),
+    async transaction(fn, transactionOptions = {}) {
+      return gate.run(() => db.transaction(async (tx) => {
+        const preamble = transactionPreamble(transactionOptions);
         if (preamble) await tx.exec(`set transaction ${preamble}`);
         return fn(queryableOf(tx));
-      });
+      }));
     },
     async close() {
       if (!db.closed) await db.close();

@@ -43,6 +43,17 @@ export function violatedConstraint(error: DatabaseError): { table: string; const
   return table && constraint ? { table, constraint } : null;
 }
 
+/**
+ * The embedded store's one session stayed held by other requests for longer than a request may
+ * wait for it (PDS_EMBEDDED_WAIT_MS).
+ */
+export class StoreBusyError extends Error {
+  readonly code = 'STORE_BUSY';
+  constructor(readonly waitedMs: number) {
+    super(`The embedded store's session stayed busy for ${waitedMs} ms.`);
+  }
+}
+
 export function isDatabaseError(error: unknown): error is DatabaseError {
   const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
@@ -57,11 +68,11 @@ export function transactionPreamble(options: TransactionOptions): string {
 }
 
 /** Opens the backend the settings name: a server when a URL is given, else PGlite in `dataDir`. */
-export async function openStore(settings: { databaseUrl?: string; dataDir?: string; maxConnections?: number }): Promise<Store> {
+export async function openStore(settings: { databaseUrl?: string; dataDir?: string; maxConnections?: number; embeddedWaitMs: number }): Promise<Store> {
   if (settings.databaseUrl) {
     const { openPostgresStore } = await import('./postgres-store.ts');
     return openPostgresStore(settings.databaseUrl, settings.maxConnections ?? 10);
   }
   const { openPgliteStore } = await import('./pglite-store.ts');
-  return openPgliteStore(settings.dataDir);
+  return openPgliteStore({ dataDir: settings.dataDir, waitMs: settings.embeddedWaitMs });
 }

@@ -18,7 +18,7 @@ import { registerWriteRoutes } from './write-routes.ts';
 /** Bodies above this are refused with 413 PAYLOAD_TOO_LARGE before they are parsed. */
 export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
-export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMin' | 'writeLimitPerMin' | 'logLevel'> & {
+export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMin' | 'writeLimitPerMin' | 'plannedCounts' | 'logLevel'> & {
   /** Where JSON log lines go; standard output when absent. */
   logStream?: { write(line: string): void };
 };
@@ -52,7 +52,7 @@ export async function buildApp(settings: AppSettings, db: Database): Promise<Fas
   const limits = await registerRateLimits(app, settings);
   await app.register(async (v1) => {
     v1.addHook('onRequest', authenticatePartner(tokens));
-    registerReadRoutes(v1, { db, limits });
+    registerReadRoutes(v1, { db, limits, plannedCounts: settings.plannedCounts });
     registerWriteRoutes(v1, { db, limits });
   });
   await app.register(adminRoutes, { prefix: '/admin/v1', db, tokens, adminKey: settings.adminKey });

@@ -4,7 +4,7 @@
  * does; anything unexpected becomes a 500 that names no table, query or stack.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { type DatabaseError, isDatabaseError, violatedConstraint } from '../db/store.ts';
+import { type DatabaseError, StoreBusyError, isDatabaseError, violatedConstraint } from '../db/store.ts';
 import { ApiError } from '../errors.ts';
 
 const CONNECTION_FAILURES = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE']);
@@ -41,6 +41,10 @@ const KEY_VIOLATION_MESSAGES: Record<string, (field: string, value: string) => s
 };
 
 function databaseErrorToApiError(error: unknown, body: unknown): ApiError | null {
+  if (error instanceof StoreBusyError) {
+    return new ApiError(503, 'DATABASE_BUSY', 'The data store is busy with other requests; retry with backoff.',
+      `No turn on the embedded store within ${error.waitedMs} ms.`, null, { 'retry-after': '1' });
+  }
   const code = (error as { code?: unknown })?.code;
   if (typeof code === 'string' && CONNECTION_FAILURES.has(code)) return unavailable();
   if (!isDatabaseError(error)) return null;

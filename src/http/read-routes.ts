@@ -47,10 +47,11 @@ function readSchema(resource: Resource) {
     response: {
       200: { description: 'Rows of the resource.', type: 'array', items: rowSchema(resource) },
       206: { description: 'A partial page; Content-Range carries the total.', type: 'array', items: rowSchema(resource) },
-      400: errorResponse('Query-language error (PGRST100 parse error, 42703 unknown column, 22P02 bad value, …).'),
+      400: errorResponse('Query-language error (PGRST100 parse error, 42703 unknown column, 22P02 bad value, PATTERN_TOO_COMPLEX, …).'),
       401: errorResponse('Missing, unknown, revoked or expired token.'),
       416: errorResponse('Range not satisfiable (PGRST103).'),
       429: errorResponse('Rate limited; retry after the Retry-After seconds.'),
+      503: errorResponse('Store unavailable or busy, or the statement timeout passed (DATABASE_UNAVAILABLE, DATABASE_BUSY, QUERY_TIMEOUT); retry after Retry-After.'),
     },
   };
 }
@@ -62,7 +63,7 @@ function rawQueryString(request: FastifyRequest): string {
   return at < 0 ? '' : url.slice(at + 1);
 }
 
-function readHandler(db: Database, resource: Resource) {
+function readHandler(db: Database, resource: Resource, plannedCounts: boolean) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const head = request.method === 'HEAD';
     const syntax = parseReadRequest({
@@ -73,8 +74,11 @@ function readHandler(db: Database, resource: Resource) {
       method: head ? 'HEAD' : 'GET',
     });
     const plan = planRead(resource, syntax);
-    const response = await runRead(db, request.principal, plan, head,
-      (error) => request.log.error({ err: error }, 'streaming a page failed'));
+    const response = await runRead(db, request.principal, plan, {
+      head,
+      plannedCounts,
+      onLateError: (error) => request.log.error({ err: error }, 'streaming a page failed; the response was aborted'),
+    });
     reply.code(response.status).headers(response.headers);
     return reply.send(head ? undefined : response.body);
   };
@@ -87,7 +91,7 @@ function methodNotAllowed(allow: string) {
   };
 }
 
-export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks }): void {
+export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks; plannedCounts: boolean }): void {
   for (const resource of resources) {
     const url = `/v1/${resource.name}`;
     app.get(url, {
@@ -95,7 +99,7 @@ export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; l
       // Validation is the query parser's job; the schema documents the parameters.
       validatorCompiler: () => () => true,
       preHandler: deps.limits.read,
-    }, readHandler(deps.db, resource));
+    }, readHandler(deps.db, resource, deps.plannedCounts));
     const writable = writableResources.has(resource.name);
     app.route({
       method: writable ? ['DELETE'] : ['POST', 'PUT', 'PATCH', 'DELETE'],

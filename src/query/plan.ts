@@ -6,6 +6,7 @@
 import { ApiError } from '../errors.ts';
 import { type Column, MAX_ROWS_PER_RESPONSE, type Resource } from '../resources/registry.ts';
 import { notEmbedded, tooComplex } from './parse.ts';
+import { PATTERN_OPERATORS, checkPattern } from './patterns.ts';
 import type { Condition, CountPreference, FieldRef, JsonStep, Operation, ReadSyntax } from './syntax.ts';
 
 export interface PlannedField {
@@ -70,6 +71,10 @@ function resolveField(resource: Resource, field: FieldRef): PlannedField {
 function planCondition(resource: Resource, condition: Condition): PlannedCondition {
   if (condition.kind === 'tree') {
     return { ...condition, children: condition.children.map((c) => planCondition(resource, c)) };
+  }
+  const { operation } = condition;
+  if (operation.kind === 'compare' && PATTERN_OPERATORS.has(operation.op)) {
+    checkPattern(operation.op, operation.value, operation.quantifier !== null);
   }
   return { kind: 'filter', field: resolveField(resource, condition.field), negated: condition.negated, operation: condition.operation };
 }

@@ -45,10 +45,32 @@ async function countedTotal(tx: Queryable, plan: ReadPlan, cap?: number): Promis
   return Number(row.total);
 }
 
-/** `estimated`: exact up to the row cap, the planner's figure beyond it (PostgREST's rule). */
+/**
+ * `planned` and `estimated`: exact up to the row cap, the planner's figure beyond it and never
+ * below the cap + 1. The planner's figure comes from statistics over every university's rows,
+ * so a scope that holds at most 10,000 matching rows never sees it.
+ */
 async function estimatedTotal(tx: Queryable, plan: ReadPlan): Promise<number> {
   const capped = await countedTotal(tx, plan, MAX_ROWS_PER_RESPONSE + 1);
   return capped > MAX_ROWS_PER_RESPONSE ? Math.max(capped, await plannedTotal(tx, plan)) : capped;
+}
+
+export interface ReadOptions {
+  readonly head: boolean;
+  /** Off: `planned` and `estimated` are answered with exact counts (PDS_PLANNED_COUNTS). */
+  readonly plannedCounts: boolean;
+  /** Told of a failure after the status line went out; the response is aborted by then. */
+  readonly onLateError: (error: unknown) => void;
+}
+
+const countsExactly = (plan: ReadPlan, options: ReadOptions) =>
+  plan.count === 'exact' || (plan.count !== null && !options.plannedCounts);
+
+/** The total a count preference asks for; `exact` says whether it is the true number. */
+async function totalOf(tx: Queryable, plan: ReadPlan, options: ReadOptions): Promise<{ total: number | null; exact: boolean }> {
+  if (plan.count === null) return { total: null, exact: false };
+  if (countsExactly(plan, options)) return { total: await countedTotal(tx, plan), exact: true };
+  return { total: await estimatedTotal(tx, plan), exact: false };
 }
 
 /** Status and headers from the rows returned and the total, by the reference's rules (4.5). */
@@ -85,38 +107,36 @@ async function readSingular(tx: Queryable, plan: ReadPlan, head: boolean): Promi
   return { status, headers: { ...headers, 'content-type': `${SINGULAR_MEDIA_TYPE}; charset=utf-8` }, body: head ? null : row.body };
 }
 
-async function readWhole(tx: Queryable, plan: ReadPlan, head: boolean): Promise<ReadResponse> {
-  let total: number | null = null;
-  if (plan.count === 'planned') total = await plannedTotal(tx, plan);
-  else if (plan.count === 'estimated') total = await estimatedTotal(tx, plan);
-  const statement = buildPageStatement(plan, { exactCount: plan.count === 'exact', body: !head });
+async function readWhole(tx: Queryable, plan: ReadPlan, options: ReadOptions): Promise<ReadResponse> {
+  // An exact total is counted in the page's own statement.
+  const exactCount = countsExactly(plan, options);
+  const estimated = exactCount ? null : (await totalOf(tx, plan, options)).total;
+  const statement = buildPageStatement(plan, { exactCount, body: !options.head });
   const [row] = await tx.query<{ total: string | null; page_total: number; body: string | null }>(statement.text, statement.params);
-  if (plan.count === 'exact') total = Number(row.total);
-  return { ...describePage(plan, { rows: row.page_total, total }), body: head ? null : row.body };
+  const size = { rows: row.page_total, total: exactCount ? Number(row.total) : estimated };
+  return { ...describePage(plan, size), body: options.head ? null : row.body };
 }
 
-async function measureStreamedPage(tx: Queryable, plan: ReadPlan): Promise<PageSize> {
+async function measureStreamedPage(tx: Queryable, plan: ReadPlan, options: ReadOptions): Promise<PageSize> {
   const { offset, limit } = plan.page;
-  let total: number | null = null;
-  if (plan.count === 'exact') total = await countedTotal(tx, plan);
-  else if (plan.count === 'planned') total = await plannedTotal(tx, plan);
-  else if (plan.count === 'estimated') total = await estimatedTotal(tx, plan);
-  const reachable = plan.count === 'exact' ? total! : await countedTotal(tx, plan, offset + limit);
+  const { total, exact } = await totalOf(tx, plan, options);
+  const reachable = exact ? total! : await countedTotal(tx, plan, offset + limit);
   return { rows: Math.max(0, Math.min(limit, reachable - offset)), total };
 }
 
 const COMMA = Buffer.from(',');
 
+const fetchBatch = (tx: Queryable) => tx.firstColumn(`FETCH FORWARD ${STREAM_BATCH_ROWS} FROM ${PAGE_CURSOR}`);
+
 /**
  * Rows go out as the bytes PostgreSQL sent where the driver allows: no decoding into strings
- * that outlive the garbage collector's young generation, and no encoding back.
+ * that outlive the garbage collector's young generation, and no encoding back. The first batch
+ * was fetched before the status line, so a value that fails on every row (a bad cast) is a 4xx.
  */
-async function* streamedRows(tx: Queryable): AsyncGenerator<string | Uint8Array> {
+async function* streamedRows(tx: Queryable, firstBatch: (string | Uint8Array)[]): AsyncGenerator<string | Uint8Array> {
   yield '[';
   let first = true;
-  for (;;) {
-    const rows = await tx.firstColumn(`FETCH FORWARD ${STREAM_BATCH_ROWS} FROM ${PAGE_CURSOR}`);
-    if (rows.length === 0) break;
+  for (let rows = firstBatch; rows.length > 0; rows = await fetchBatch(tx)) {
     for (const row of rows) {
       if (!first) yield COMMA;
       first = false;
@@ -126,12 +146,17 @@ async function* streamedRows(tx: Queryable): AsyncGenerator<string | Uint8Array>
   yield ']';
 }
 
+/** Node's code when a stream ends without its end: here, the client went away. */
+const PREMATURE_CLOSE = 'ERR_STREAM_PREMATURE_CLOSE';
+
 /**
  * A large page is measured first (so status and Content-Range are known before the first byte),
- * then streamed from a cursor with back-pressure, all in one repeatable-read snapshot so the
- * rows sent are the rows counted. The transaction stays open until the stream ends.
+ * its first batch fetched, then streamed from a cursor with back-pressure, all in one
+ * repeatable-read snapshot so the rows sent are the rows counted. The transaction stays open
+ * until the stream ends. A failure after the status line destroys the body stream, so the
+ * client sees an aborted transfer (no closing `]`, no last chunk), and reaches `onLateError`.
  */
-function readStreamed(db: Database, scope: Scope, plan: ReadPlan, head: boolean, onLateError: (e: unknown) => void): Promise<ReadResponse> {
+function readStreamed(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResponse> {
   return new Promise((resolve, reject) => {
     let answered = false;
     const answer = (response: ReadResponse) => {
@@ -139,20 +164,22 @@ function readStreamed(db: Database, scope: Scope, plan: ReadPlan, head: boolean,
       resolve(response);
     };
     db.asPartner(scope, async (tx) => {
-      const size = await measureStreamedPage(tx, plan);
+      const size = await measureStreamedPage(tx, plan, options);
       const described = describePage(plan, size);
-      if (head || size.rows === 0) return answer({ ...described, body: head ? null : '[]' });
+      if (options.head || size.rows === 0) return answer({ ...described, body: options.head ? null : '[]' });
       const cursor = buildCursorStatement(plan);
       await tx.query(cursor.text, cursor.params);
-      const body = Readable.from(streamedRows(tx), { objectMode: false });
+      const body = Readable.from(streamedRows(tx, await fetchBatch(tx)), { objectMode: false });
       answer({ ...described, body });
-      await finished(body).catch(() => {});
-    }, { isolation: 'repeatable read', readOnly: true }).catch((error) => (answered ? onLateError(error) : reject(error)));
+      await finished(body).catch((error: { code?: unknown }) => {
+        if (error.code !== PREMATURE_CLOSE) throw error;
+      });
+    }, { isolation: 'repeatable read', readOnly: true }).catch((error) => (answered ? options.onLateError(error) : reject(error)));
   });
 }
 
-export function runRead(db: Database, scope: Scope, plan: ReadPlan, head: boolean, onLateError: (e: unknown) => void): Promise<ReadResponse> {
-  if (plan.singular) return db.asPartner(scope, (tx) => readSingular(tx, plan, head), { readOnly: true });
-  if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, head, onLateError);
-  return db.asPartner(scope, (tx) => readWhole(tx, plan, head), { readOnly: true });
+export function runRead(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResponse> {
+  if (plan.singular) return db.asPartner(scope, (tx) => readSingular(tx, plan, options.head), { readOnly: true });
+  if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, options);
+  return db.asPartner(scope, (tx) => readWhole(tx, plan, options), { readOnly: true });
 }

@@ -8,6 +8,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, InjectOptions } from 'fastify';
+import { readConfig } from '../../src/config.ts';
 import { Database } from '../../src/db/database.ts';
 import { type DemoResult, loadDemo } from '../../src/domain/demo.ts';
 import { migrate } from '../../src/db/migrate.ts';
@@ -20,6 +21,9 @@ import { createScratchDatabase } from './databases.ts';
 export type Backend = 'pglite' | 'postgres';
 
 export const ADMIN_KEY = 'test-admin-key';
+
+/** The service's default wait for the embedded store's session (PDS_EMBEDDED_WAIT_MS). */
+const EMBEDDED_WAIT_MS = readConfig({}).embeddedWaitMs;
 
 export function backends(): Backend[] {
   return process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
@@ -36,7 +40,7 @@ async function migratedSnapshot(): Promise<Blob> {
   try {
     return new Blob([await readFile(path)]);
   } catch {
-    const store = await openPgliteStore();
+    const store = await openPgliteStore({ waitMs: EMBEDDED_WAIT_MS });
     await migrate(store);
     const dump = await store.dump();
     await store.close();
@@ -55,9 +59,9 @@ export interface TestStore {
   drop(): Promise<void>;
 }
 
-export async function openTestStore(backend: Backend, options: { migrated?: boolean } = {}): Promise<TestStore> {
+export async function openTestStore(backend: Backend, options: { migrated?: boolean; embeddedWaitMs?: number } = {}): Promise<TestStore> {
   if (backend === 'pglite') {
-    const store = await openPgliteStore(undefined, await migratedSnapshot());
+    const store = await openPgliteStore({ loadDataDir: await migratedSnapshot(), waitMs: options.embeddedWaitMs ?? EMBEDDED_WAIT_MS });
     return { store, drop: () => store.close() };
   }
   const database = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
@@ -83,12 +87,12 @@ export interface Response {
 export class Harness {
   private constructor(readonly backend: Backend, readonly testStore: TestStore, readonly db: Database, readonly app: FastifyInstance, readonly demo: DemoResult | null) {}
 
-  static async start(backend: Backend, options: { demoStudents?: number; settings?: Partial<AppSettings>; statementTimeoutMs?: number } = {}): Promise<Harness> {
-    const testStore = await openTestStore(backend);
+  static async start(backend: Backend, options: { demoStudents?: number; settings?: Partial<AppSettings>; statementTimeoutMs?: number; embeddedWaitMs?: number } = {}): Promise<Harness> {
+    const testStore = await openTestStore(backend, { embeddedWaitMs: options.embeddedWaitMs });
     const db = new Database(testStore.store, options.statementTimeoutMs ?? 5_000);
     const demo = options.demoStudents ? await db.asOperator((tx) => loadDemo(tx, { students: options.demoStudents })) : null;
     const app = await buildApp({
-      adminKey: ADMIN_KEY, redisUrl: undefined, readLimitPerMin: 100_000, writeLimitPerMin: 100_000, logLevel: 'silent',
+      adminKey: ADMIN_KEY, redisUrl: undefined, readLimitPerMin: 100_000, writeLimitPerMin: 100_000, plannedCounts: true, logLevel: 'silent',
       ...options.settings,
     }, db);
     await app.ready();

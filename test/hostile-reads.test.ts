@@ -1,0 +1,167 @@
+/**
+ * Reads that try to hurt: values that fail only when rows are produced, patterns that run away,
+ * a session held by someone else on the embedded store, and counts that would show other
+ * universities' statistics.
+ */
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { PATTERN_LIMITS, arrayLiteralElements, regexComplaint } from '../src/query/patterns.ts';
+import { Harness, backends } from './support/harness.ts';
+
+describe('the pattern guard (pure)', () => {
+  test('refuses back-references, nested repetition, big bounds, many repetitions and basic syntax', () => {
+    for (const pattern of ['(.+)\\1\\1\\1x', 'a\\2', '(a+)+', '(a*)*b', '((ab)*c)+', '(x(a{2})y){3}', '(?:a|b+)*', 'a{101}',
+      'a{1,200}', 'a?'.repeat(PATTERN_LIMITS.maxRepetitions + 1), '(?b)\\(a*\\)*', '***:(a+)+']) {
+      assert.ok(regexComplaint(pattern), `accepted ${pattern}`);
+    }
+  });
+
+  test('accepts ordinary patterns, escapes and bracket expressions', () => {
+    for (const pattern of ['^Led', '(?i)dashboard', 'a+b*c?', '(ab)+c', '[0-9]{3}-[0-9]{4}', '\\d+\\.\\d*', '[(+*]+', '[]a]+',
+      '[[:alpha:]]+\\s', 'x+?y', '(a|b)c{2,5}', '\\(a+\\)+', '***=(a+)+\\1', '(?q)(.+)\\1', 'a{100}']) {
+      assert.equal(regexComplaint(pattern), null, pattern);
+    }
+  });
+
+  test('reads the elements of an any/all array literal as PostgreSQL does', () => {
+    assert.deepEqual(arrayLiteralElements('{a, "b,c" ,"(.+)\\\\1",d\\,e}'), ['a', 'b,c', '(.+)\\1', 'd,e']);
+    assert.deepEqual(arrayLiteralElements('plain'), ['plain']);
+  });
+});
+
+for (const backend of backends()) {
+  describe(`hostile reads on ${backend}`, () => {
+    let h: Harness;
+    let consortium: string;
+    const lines: string[] = [];
+    before(async () => {
+      h = await Harness.start(backend, { demoStudents: 300, settings: { logLevel: 'warn', logStream: { write: (line) => void lines.push(line) } } });
+      consortium = h.demo!.consortium.read_token;
+    });
+    after(() => h.close());
+
+    test('a cast that fails on every row is a 400 before any byte of a 200', async () => {
+      const res = await h.get('/v1/campuses?select=name::json', consortium);
+      assert.equal(res.status, 400);
+      assert.equal(res.json.code, '22P02');
+      assert.deepEqual(Object.keys(res.json).sort(), ['code', 'details', 'hint', 'message']);
+    });
+
+    test('a failure after the status line aborts the transfer and is logged as an error', async () => {
+      // Every last name is a number except the last student's in id order: the cast fails on a
+      // row far past the first batch.
+      await h.sql(`update students set last_name = '7'`);
+      await h.sql(`update students set last_name = 'x' where id = (select id from students where university_id <> $1 order by id desc limit 1)`, [h.demo!.universities[3].id]);
+      try {
+        await h.app.listen({ port: 0, host: '127.0.0.1' });
+        const { port } = h.app.server.address() as AddressInfo;
+        const outcome = await new Promise<{ status: number; requestId: string; body: string; aborted: boolean }>((resolve, reject) => {
+          const req = request({ port, path: '/v1/students?select=id,last_name::int&order=id', headers: { authorization: `Bearer ${consortium}` } }, (res) => {
+            let body = '';
+            let aborted = false;
+            res.setEncoding('utf8');
+            res.on('data', (chunk) => { body += chunk; });
+            res.on('aborted', () => { aborted = true; });
+            res.on('error', () => { aborted = true; });
+            res.on('close', () => resolve({ status: res.statusCode!, requestId: String(res.headers['x-request-id']), body, aborted }));
+          });
+          req.on('error', reject);
+          req.end();
+        });
+        assert.equal(outcome.status, 200);
+        assert.ok(outcome.aborted, 'the client must see an aborted transfer');
+        assert.ok(outcome.body.startsWith('[{'));
+        assert.ok(!outcome.body.endsWith(']'), 'a truncated page must never look like a complete array');
+        assert.throws(() => JSON.parse(outcome.body));
+        await new Promise((r) => setTimeout(r, 50));
+        const errors = lines.map((l) => JSON.parse(l)).filter((e) => e.level === 50);
+        assert.ok(errors.some((e) => e.reqId === outcome.requestId && e.err?.code === '22P02'), 'logged at error level with the request id');
+      } finally {
+        await h.sql(`update students set last_name = 'Smith'`);
+      }
+    });
+
+    test('a back-reference pattern is refused with 400 at once', async () => {
+      const res = await h.get('/v1/resumes?select=id&limit=1&content=match.(.%2B)%5C1%5C1%5C1x', consortium);
+      assert.equal(res.status, 400);
+      assert.equal(res.json.code, 'PATTERN_TOO_COMPLEX');
+      assert.match(res.json.message, /back-references/);
+      assert.ok(res.json.hint);
+    });
+
+    test('runaway patterns are refused in filters, logic trees and any/all lists', async () => {
+      const long = 'a'.repeat(PATTERN_LIMITS.maxLength + 1);
+      for (const query of ['content=imatch.(a%2B)%2Bx', `content=like.*${long}*`, 'content=match.a{1,200}',
+        'or=(title.eq.x,content.imatch."(e.*)*q")', 'content=match(any).{Led,"(.%2B)%5C%5C1"}', `title=ilike(all).{a*,${long}}`]) {
+        const res = await h.get(`/v1/resumes?select=id&limit=1&${query}`, consortium);
+        assert.equal(res.json.code, 'PATTERN_TOO_COMPLEX', query);
+        assert.equal(res.status, 400, query);
+      }
+    });
+
+    test('ordinary patterns still read', async () => {
+      const res = await h.get('/v1/resumes?select=id&limit=2&content=imatch.led%20a%20(team|cross)', consortium);
+      assert.equal(res.status, 200);
+      assert.equal(res.json.length, 2);
+      const listed = await h.get('/v1/resumes?select=id&limit=2&content=match(any).{Led,Designed}', consortium);
+      assert.equal(listed.status, 200);
+    });
+
+    test('planned and estimated totals of a small scope are its exact count', async () => {
+      await h.sql('analyze');
+      const college = h.demo!.universities[3];
+      const [{ n }] = await h.sql<{ n: number }>('select count(*)::int as n from students where university_id = $1', [college.id]);
+      for (const count of ['planned', 'estimated']) {
+        for (const limit of [1, 2000]) {
+          const res = await h.get(`/v1/students?select=id&limit=${limit}`, college.read_token, { prefer: `count=${count}` });
+          assert.match(String(res.headers['content-range']), new RegExp(`/${n}$`), `${count} with limit ${limit}`);
+        }
+      }
+    });
+  });
+}
+
+describe('planned counts beyond the row cap', () => {
+  for (const plannedCounts of [true, false]) {
+    test(`PDS_PLANNED_COUNTS=${plannedCounts ? 'on' : 'off'}`, async () => {
+      const h = await Harness.start('pglite', { demoStudents: 3, settings: { plannedCounts } });
+      try {
+        const college = h.demo!.universities[3];
+        await h.sql(`insert into campuses (university_id, name) select $1, 'Annex ' || i from generate_series(1, 12345) i`, [college.id]);
+        await h.sql('analyze campuses');
+        const [{ n }] = await h.sql<{ n: number }>('select count(*)::int as n from campuses where university_id = $1', [college.id]);
+        const res = await h.get('/v1/campuses?select=id&limit=1', college.read_token, { prefer: 'count=planned' });
+        const total = Number(/\/(\d+)$/.exec(String(res.headers['content-range']))![1]);
+        if (plannedCounts) assert.ok(total > 10_000, `planned totals beyond the cap are never below 10,001 (got ${total})`);
+        else assert.equal(total, n);
+        assert.equal(res.headers['preference-applied'], 'count=planned');
+      } finally {
+        await h.close();
+      }
+    });
+  }
+});
+
+test('the embedded store answers 503 DATABASE_BUSY instead of queueing without end', { timeout: 20_000 }, async () => {
+  const h = await Harness.start('pglite', { demoStudents: 3, embeddedWaitMs: 300 });
+  let release!: () => void;
+  const held = h.store.transaction(() => new Promise<void>((resolve) => { release = resolve; }));
+  try {
+    const token = h.demo!.universities[0].read_token;
+    const started = Date.now();
+    const [read, health] = await Promise.all([h.get('/v1/campuses', token), h.request({ method: 'GET', url: '/healthz' })]);
+    assert.ok(Date.now() - started < 3_000, 'queued requests are answered within the bound');
+    assert.equal(read.status, 503);
+    assert.equal(read.json.code, 'DATABASE_BUSY');
+    assert.equal(read.headers['retry-after'], '1');
+    assert.equal(health.status, 503);
+    release();
+    await held;
+    assert.equal((await h.get('/v1/campuses', token)).status, 200);
+  } finally {
+    release();
+    await h.close();
+  }
+});
