@@ -98,6 +98,16 @@ export const ERRORS = {
       message: `The query is too complex: ${reason}.`, hint: 'Split the request, or use keyset pagination and fewer conditions.',
     }),
   }),
+  PATTERN_TOO_COMPLEX: define({
+    status: 400, when: 'A like, ilike, match or imatch pattern that could run away (too long, back-references, nested or too many repetitions).',
+    text: (operator: string, pattern: string, reason: string) => ({
+      message: `The ${operator} pattern is refused: ${reason}.`,
+      details: `Pattern: ${pattern.slice(0, 80)}`,
+      hint: `Patterns hold at most ${LIMITS.maxPatternLength} characters; regular expressions have no back-references (\\1…\\9), `
+        + `no repeated group that itself repeats (like (a+)+), at most ${LIMITS.maxPatternRepetitions} repetitions and `
+        + `bounds up to {${LIMITS.maxRepetitionBound}}.`,
+    }),
+  }),
   URI_TOO_LONG: define({
     status: 414, when: `The query string is longer than ${LIMITS.maxQueryStringBytes} bytes.`,
     text: () => ({
@@ -137,7 +147,7 @@ export const ERRORS = {
   }),
   INVALID_BODY: define({
     status: 400, when: 'A body that is not JSON, lacks its rows array, or breaks the operator API schema.',
-    text: (message: string) => ({ message }),
+    text: (message: string, hint: string | null = null) => ({ message, hint }),
   }),
   INVALID_PARAMETER: define({
     status: 400, when: 'A malformed path or query parameter on the operator API.',
@@ -198,6 +208,14 @@ export const ERRORS = {
   DATABASE_UNAVAILABLE: define({
     status: 503, when: 'The data store is unreachable, overloaded or restarting; retry after Retry-After.',
     text: () => ({ message: 'The data store is unavailable; retry with backoff.' }),
+    headers: RETRY_SOON,
+  }),
+  DATABASE_BUSY: define({
+    status: 503, when: 'The embedded store stayed busy with other requests for longer than a request may wait (PDS_EMBEDDED_WAIT_MS).',
+    text: (waitedMs: number) => ({
+      message: 'The data store is busy with other requests; retry with backoff.',
+      details: `No turn on the embedded store within ${waitedMs} ms.`,
+    }),
     headers: RETRY_SOON,
   }),
   INTERNAL: define({

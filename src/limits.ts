@@ -11,6 +11,12 @@ export const LIMITS = {
   /** json_build_object takes at most 100 arguments: 50 key/value pairs. */
   maxOutputColumns: 50,
   maxOrderTerms: 10,
+  /** Characters in one like/ilike/match/imatch pattern (each element of an `any`/`all` list is one). */
+  maxPatternLength: 256,
+  /** Repetition operators (`*`, `+`, `?`, `{m,n}`) in one regular expression. */
+  maxPatternRepetitions: 20,
+  /** The largest count a `{m,n}` bound may name (PostgreSQL itself allows 255). */
+  maxRepetitionBound: 100,
   rowsPerResponse: 10_000,
   batchRows: 500,
   bodyBytes: 4 * 1024 * 1024,
@@ -27,6 +33,9 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<Limit, { readonly bounds: strin
   maxSelectItems: { bounds: 'items of `select`', answer: '400 `QUERY_TOO_COMPLEX`' },
   maxOutputColumns: { bounds: 'columns a read returns (`*` counts each)', answer: '400 `QUERY_TOO_COMPLEX`' },
   maxOrderTerms: { bounds: 'terms of `order`', answer: '400 `QUERY_TOO_COMPLEX`' },
+  maxPatternLength: { bounds: 'characters of a `like`, `ilike`, `match` or `imatch` pattern', answer: '400 `PATTERN_TOO_COMPLEX`' },
+  maxPatternRepetitions: { bounds: 'repetition operators in one regular expression (back-references and repeated repeating groups are refused outright)', answer: '400 `PATTERN_TOO_COMPLEX`' },
+  maxRepetitionBound: { bounds: 'the count a `{m,n}` bound of a regular expression may name', answer: '400 `PATTERN_TOO_COMPLEX`' },
   rowsPerResponse: { bounds: 'rows of one list response', answer: 'a larger `limit` is cut to it; an omitted limit returns at most this many' },
   batchRows: { bounds: 'rows of one write', answer: '413 `BATCH_TOO_LARGE`, nothing written' },
   bodyBytes: { bounds: 'bytes of a request body', answer: '413 `PAYLOAD_TOO_LARGE`, nothing written' },

@@ -4,7 +4,7 @@
  */
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable } from '../db/store.ts';
-import { ApiError } from '../errors.ts';
+import { apiError } from '../errors.ts';
 import type { CohortFields } from '../writes/cohorts.ts';
 
 async function insertOne<T>(tx: Queryable, text: string, params: (string | null)[]): Promise<T> {
@@ -28,7 +28,7 @@ export function createConsortium(tx: Queryable, input: { name: string }) {
 export async function createUniversity(tx: Queryable, input: { name: string; short_name?: string | null; consortium_id?: string | null; country?: string | null; timezone?: string | null }) {
   if (input.timezone != null) {
     const [known] = await tx.query(`select 1 from pg_timezone_names where name = $1 and name !~ '^(posix|right)/'`, [input.timezone]);
-    if (!known) throw new ApiError(400, 'INVALID_BODY', `timezone "${input.timezone}" is not an IANA time zone name.`, null, 'Use a name such as Europe/London or America/Chicago.');
+    if (!known) throw apiError('INVALID_BODY', `timezone "${input.timezone}" is not an IANA time zone name.`, 'Use a name such as Europe/London or America/Chicago.');
   }
   return insertOne(tx,
     `insert into universities (name, short_name, consortium_id, country, timezone) values ($1, $2, $3, $4, $5)
@@ -53,7 +53,7 @@ export function createResumeTemplate(tx: Queryable, input: { university_id: stri
 export async function createAccount(tx: Queryable, input: { email: string; kind: 'staff' | 'self_serve'; university_id?: string | null }) {
   const email = input.email.trim().toLowerCase();
   const [taken] = await tx.query('select 1 from accounts where email = $1 union all select 1 from secondary_emails where email = $1', [email]);
-  if (taken) throw new ApiError(409, 'EMAIL_TAKEN', 'An account already holds that address.');
+  if (taken) throw apiError('EMAIL_TAKEN');
   return insertOne(tx,
     `insert into accounts (email, kind, university_id) values ($1, $2, $3) returning id, email, kind, university_id, ${TIMESTAMPS}`,
     [email, input.kind, input.university_id ?? null]);
@@ -70,7 +70,7 @@ export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
   if (input.campus_name) {
     const [campus] = await tx.query<{ id: string }>('select id from campuses where university_id = $1 and name = $2 limit 1',
       [input.university_id, input.campus_name]);
-    if (!campus) throw new ApiError(400, 'CAMPUS_NOT_FOUND', `No campus named "${input.campus_name}" at the university.`);
+    if (!campus) throw apiError('CAMPUS_NOT_FOUND', input.campus_name);
     campusId = campus.id;
   }
   return insertOne(tx,

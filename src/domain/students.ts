@@ -7,7 +7,7 @@ import { arrayLiteral } from '../db/array-literal.ts';
 import type { Database } from '../db/database.ts';
 import { lockUniversity } from '../db/locks.ts';
 import type { Queryable } from '../db/store.ts';
-import { ApiError } from '../errors.ts';
+import { apiError } from '../errors.ts';
 import { type AlumniChange, alumniAfterSignIn, alumniChanges, impliedAlumni, todayUtc } from './alumni.ts';
 
 export interface HistoryEntry extends AlumniChange {
@@ -37,7 +37,7 @@ interface StudentFlagState {
   cohort_end_date: string | null;
 }
 
-const studentNotFound = () => new ApiError(404, 'NOT_FOUND', 'No student has that id.');
+const studentNotFound = () => apiError('NOT_FOUND', 'No student has that id.');
 
 /** Locks the student's university, then reads what the derivation needs. */
 async function lockedStudent(tx: Queryable, studentId: string): Promise<StudentFlagState> {
@@ -90,7 +90,7 @@ export function verifyEmail(db: Database, studentId: string, email: string): Pro
        where student_id = $1 and email = $2 returning email, verified_at::text`,
       [studentId, email.trim().toLowerCase()],
     );
-    if (!row) throw new ApiError(404, 'NOT_FOUND', 'That address is not a recorded secondary address of the student.');
+    if (!row) throw apiError('NOT_FOUND', 'That address is not a recorded secondary address of the student.');
     return row;
   });
 }

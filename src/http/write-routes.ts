@@ -4,8 +4,9 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
-import { ApiError } from '../errors.ts';
-import { MAX_BATCH_ROWS, type WriteMode } from '../writes/batch.ts';
+import { apiError } from '../errors.ts';
+import { LIMITS } from '../limits.ts';
+import type { WriteMode } from '../writes/batch.ts';
 import { INTAKE_TERMS, STUDY_MODES } from '../writes/cohorts.ts';
 import { writeCohorts, writeStudents } from '../writes/run.ts';
 import { requireWriteToken } from './auth.ts';
@@ -66,8 +67,8 @@ function writeSchema(resource: 'students' | 'cohorts', mode: WriteMode) {
   return {
     tags: ['write'],
     summary: `${mode.toUpperCase()} ${resource}`,
-    description: `${SUMMARIES[mode]} At most ${MAX_BATCH_ROWS} rows per request.`,
-    body: { type: 'object', required: [resource], properties: { [resource]: { type: 'array', maxItems: MAX_BATCH_ROWS, items: row } } },
+    description: `${SUMMARIES[mode]} At most ${LIMITS.batchRows} rows per request.`,
+    body: { type: 'object', required: [resource], properties: { [resource]: { type: 'array', maxItems: LIMITS.batchRows, items: row } } },
     response: {
       200: {
         description: 'The batch was processed; read results for each row.',
@@ -87,7 +88,7 @@ function writeSchema(resource: 'students' | 'cohorts', mode: WriteMode) {
 function requireJson(request: FastifyRequest): void {
   const type = request.headers['content-type'] ?? '';
   if (!/^application\/json\s*(;|$)/i.test(type)) {
-    throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send the body as JSON with Content-Type: application/json.');
+    throw apiError('UNSUPPORTED_MEDIA_TYPE');
   }
 }
 

@@ -4,7 +4,8 @@
  * through). Nothing here knows the resources; the planner checks names against the registry.
  */
 import { unescape } from 'node:querystring';
-import { ApiError } from '../errors.ts';
+import { type ApiError, apiError } from '../errors.ts';
+import { LIMITS } from '../limits.ts';
 import {
   type Condition, type CountPreference, type EmbedReference, type FieldRef, type Filter, type FtsOperator,
   type IsValue, type JsonStep, type LogicTree, type Operation, type OrderTerm, type QuantifiableOperator,
@@ -12,22 +13,11 @@ import {
   ftsOperators, isValues, quantifiableOperators, simpleOperators,
 } from './syntax.ts';
 
-/** Caps that keep one request from starving the store (documented in the README). */
-export const QUERY_LIMITS = {
-  maxQueryStringBytes: 16_384,
-  maxConditions: 200,
-  maxTreeDepth: 10,
-  maxListValues: 1_000,
-  maxSelectItems: 50,
-  maxOrderTerms: 10,
-} as const;
-
 const MODIFIERS = new Set(['order', 'limit', 'offset', 'and', 'or']);
 const IGNORED_ON_READ = new Set(['columns', 'on_conflict']);
 
-function parseError(what: string, raw: string, position: number, details: string): ApiError {
-  return new ApiError(400, 'PGRST100', `"failed to parse ${what} (${raw})" (line 1, column ${position + 1})`, details);
-}
+const parseError = (what: string, raw: string, position: number, details: string): ApiError =>
+  apiError('PGRST100', what, raw, position, details);
 
 /** A small reader over one parameter's text; positions feed the error messages. */
 class Cursor {
@@ -190,7 +180,7 @@ function readList(c: Cursor): string[] {
       while (!c.done && c.peek() !== ',' && c.peek() !== ')') c.pos++;
       values.push(c.text.slice(start, c.pos));
     }
-    if (values.length > QUERY_LIMITS.maxListValues) throw tooComplex(`an in-list holds more than ${QUERY_LIMITS.maxListValues} values`);
+    if (values.length > LIMITS.maxListValues) throw tooComplex(`an in-list holds more than ${LIMITS.maxListValues} values`);
     if (c.take(')')) break;
     c.expect(',');
   }
@@ -221,7 +211,7 @@ function readFilterOperation(c: Cursor, inTree: boolean): { negated: boolean; op
 }
 
 function readTreeItems(c: Cursor, depth: number): Condition[] {
-  if (depth > QUERY_LIMITS.maxTreeDepth) throw tooComplex(`logic trees nest deeper than ${QUERY_LIMITS.maxTreeDepth} levels`);
+  if (depth > LIMITS.maxTreeDepth) throw tooComplex(`logic trees nest deeper than ${LIMITS.maxTreeDepth} levels`);
   c.skipSpaces();
   c.expect('(');
   const items: Condition[] = [];
@@ -284,11 +274,8 @@ function splitTopLevel(text: string): string[] {
   return parts;
 }
 
-const embeddingUnsupported = (name: string) =>
-  new ApiError(400, 'PGRST200', `Could not find a relationship between the requested resource and '${name}'`,
-    'Resource embedding is not available on this interface.', 'Request the related resource from its own path and filter by its id.');
-const aggregatesUnsupported = () =>
-  new ApiError(400, 'PGRST123', 'Use of aggregate functions is not allowed', null, null);
+const embeddingUnsupported = (name: string) => apiError('PGRST200', name);
+const aggregatesUnsupported = () => apiError('PGRST123');
 
 export function parseSelect(raw: string): SelectItem[] {
   if (raw.trim() === '') return [{ kind: 'star' }];
@@ -329,7 +316,7 @@ export function parseSelect(raw: string): SelectItem[] {
     c.expectEnd();
     items.push({ kind: 'field', alias, field, cast });
   }
-  if (items.length > QUERY_LIMITS.maxSelectItems) throw tooComplex(`select names more than ${QUERY_LIMITS.maxSelectItems} items`);
+  if (items.length > LIMITS.maxSelectItems) throw tooComplex(`select names more than ${LIMITS.maxSelectItems} items`);
   return items;
 }
 
@@ -350,7 +337,7 @@ export function parseOrder(raw: string): OrderTerm[] {
     if (!c.done) c.fail(direction || nulls ? 'end of input' : '"asc", "desc", "nullsfirst" or "nullslast"');
     terms.push({ field, direction, nulls });
   }
-  if (terms.length > QUERY_LIMITS.maxOrderTerms) throw tooComplex(`order names more than ${QUERY_LIMITS.maxOrderTerms} terms`);
+  if (terms.length > LIMITS.maxOrderTerms) throw tooComplex(`order names more than ${LIMITS.maxOrderTerms} terms`);
   return terms;
 }
 
@@ -375,21 +362,14 @@ function parseKeyPath(key: string): { path: string[]; field: FieldRef } {
   return { path: names, field: { name, jsonPath } };
 }
 
-export function notEmbedded(name: string, parameter: string): ApiError {
-  return new ApiError(400, 'PGRST108', `'${name}' is not an embedded resource in this request`,
-    `The parameter '${parameter}' addresses '${name}'.`, `Verify that '${name}' is included in the 'select' query parameter.`);
-}
+export const notEmbedded = (name: string, parameter: string): ApiError => apiError('PGRST108', name, parameter);
 
-export function tooComplex(reason: string): ApiError {
-  return new ApiError(400, 'QUERY_TOO_COMPLEX', `The query is too complex: ${reason}.`, null,
-    'Split the request, or use keyset pagination and fewer conditions.');
-}
+export const tooComplex = (reason: string): ApiError => apiError('QUERY_TOO_COMPLEX', reason);
 
 /** Decodes once: `+` is a space, percent-escapes are undone, a key without `=` is dropped. */
 export function decodeQueryString(queryString: string): [string, string][] {
-  if (queryString.length > QUERY_LIMITS.maxQueryStringBytes) {
-    throw new ApiError(414, 'URI_TOO_LONG', `The query string is longer than ${QUERY_LIMITS.maxQueryStringBytes} bytes.`, null,
-      'Use fewer or shorter filters, or page with keyset pagination.');
+  if (queryString.length > LIMITS.maxQueryStringBytes) {
+    throw apiError('URI_TOO_LONG');
   }
   const pairs: [string, string][] = [];
   for (const item of queryString.split('&')) {
@@ -427,7 +407,7 @@ function parsePrefer(headers: string | string[] | undefined) {
   const handling = first.get('handling');
   const strictHandling = handling === 'strict';
   if (strictHandling && invalid.length > 0) {
-    throw new ApiError(400, 'PGRST122', 'Invalid preferences given with handling=strict', `Invalid preferences: ${invalid.join(', ')}`);
+    throw apiError('PGRST122', invalid);
   }
   const preferenceApplied = [
     count ? `count=${count}` : null,
@@ -483,8 +463,8 @@ export function parseReadRequest(input: ReadRequestInput): ReadSyntax {
     }
     conditions.push(parseFilter(field, value));
   }
-  if (countConditions(conditions) > QUERY_LIMITS.maxConditions) {
-    throw tooComplex(`more than ${QUERY_LIMITS.maxConditions} conditions`);
+  if (countConditions(conditions) > LIMITS.maxConditions) {
+    throw tooComplex(`more than ${LIMITS.maxConditions} conditions`);
   }
   return {
     select: select ?? [{ kind: 'star' }],

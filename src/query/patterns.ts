@@ -4,27 +4,14 @@
  * which cannot interrupt a running statement: on one 1,000-character résumé, `(.+)\1x` took
  * 0.9 s and `((.{1,50}){1,50}){1,50}x[^p]` 45 ms, so a page of them holds every tenant for minutes.
  */
-import { ApiError } from '../errors.ts';
-
-export const PATTERN_LIMITS = {
-  /** Characters in one pattern (each element of an `any`/`all` list is one pattern). */
-  maxLength: 256,
-  /** Repetition operators (`*`, `+`, `?`, `{m,n}`) in one regular expression. */
-  maxRepetitions: 20,
-  /** The largest count a `{m,n}` bound may name (PostgreSQL itself allows 255). */
-  maxRepetitionBound: 100,
-} as const;
+import { type ApiError, apiError } from '../errors.ts';
+import { LIMITS } from '../limits.ts';
 
 export const PATTERN_OPERATORS: ReadonlySet<string> = new Set(['like', 'ilike', 'match', 'imatch']);
 
 const REGEX_OPERATORS: ReadonlySet<string> = new Set(['match', 'imatch']);
 
-function patternTooComplex(op: string, pattern: string, reason: string): ApiError {
-  return new ApiError(400, 'PATTERN_TOO_COMPLEX', `The ${op} pattern is refused: ${reason}.`, `Pattern: ${pattern.slice(0, 80)}`,
-    `Patterns hold at most ${PATTERN_LIMITS.maxLength} characters; regular expressions have no back-references (\\1…\\9), `
-    + `no repeated group that itself repeats (like (a+)+), at most ${PATTERN_LIMITS.maxRepetitions} repetitions and `
-    + `bounds up to {${PATTERN_LIMITS.maxRepetitionBound}}.`);
-}
+const patternTooComplex = (op: string, pattern: string, reason: string): ApiError => apiError('PATTERN_TOO_COMPLEX', op, pattern, reason);
 
 /** The elements of a one-dimensional array literal `{a,"b,c"}` as PostgreSQL's array input reads them. */
 export function arrayLiteralElements(literal: string): string[] {
@@ -94,10 +81,10 @@ export function regexComplaint(pattern: string): string | null {
         continue;
       }
       if (previous === 'repeating group') return 'a repeated group holds a repetition itself';
-      if (bound && Math.max(Number(bound[1]), Number(bound[2] || 0)) > PATTERN_LIMITS.maxRepetitionBound) {
-        return `a bound exceeds {${PATTERN_LIMITS.maxRepetitionBound}}`;
+      if (bound && Math.max(Number(bound[1]), Number(bound[2] || 0)) > LIMITS.maxRepetitionBound) {
+        return `a bound exceeds {${LIMITS.maxRepetitionBound}}`;
       }
-      if (++repetitions > PATTERN_LIMITS.maxRepetitions) return `more than ${PATTERN_LIMITS.maxRepetitions} repetitions`;
+      if (++repetitions > LIMITS.maxPatternRepetitions) return `more than ${LIMITS.maxPatternRepetitions} repetitions`;
       if (groups.length > 0) groups[groups.length - 1] = true;
       previous = 'repetition';
       i += bound ? bound[0].length : 1;
@@ -133,8 +120,8 @@ export function regexComplaint(pattern: string): string | null {
  */
 export function checkPattern(op: string, value: string, quantified: boolean): void {
   for (const pattern of quantified ? arrayLiteralElements(value) : [value]) {
-    if (pattern.length > PATTERN_LIMITS.maxLength) {
-      throw patternTooComplex(op, pattern, `it is longer than ${PATTERN_LIMITS.maxLength} characters`);
+    if (pattern.length > LIMITS.maxPatternLength) {
+      throw patternTooComplex(op, pattern, `it is longer than ${LIMITS.maxPatternLength} characters`);
     }
     const complaint = REGEX_OPERATORS.has(op) ? regexComplaint(pattern) : null;
     if (complaint) throw patternTooComplex(op, pattern, complaint);

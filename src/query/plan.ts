@@ -3,8 +3,9 @@
  * so the SQL builder only ever writes identifiers the registry holds. Also settles the page to
  * read from `limit`, `offset` and the Range header, as PostgREST does.
  */
-import { ApiError } from '../errors.ts';
-import { type Column, MAX_ROWS_PER_RESPONSE, type Resource } from '../resources/registry.ts';
+import { type ApiError, apiError } from '../errors.ts';
+import { LIMITS } from '../limits.ts';
+import type { Column, Resource } from '../resources/registry.ts';
 import { notEmbedded, tooComplex } from './parse.ts';
 import { PATTERN_OPERATORS, checkPattern } from './patterns.ts';
 import type { Condition, CountPreference, FieldRef, JsonStep, Operation, ReadSyntax } from './syntax.ts';
@@ -52,18 +53,12 @@ const CAST_TYPES: Readonly<Record<string, string>> = {
   jsonb: 'jsonb', _text: 'text[]', _int4: 'integer[]', _uuid: 'uuid[]',
 };
 
-/** json_build_object takes at most 100 arguments: 50 key/value pairs. */
-const MAX_OUTPUT_COLUMNS = 50;
-
-export function rangeError(details: string): ApiError {
-  return new ApiError(416, 'PGRST103', 'Requested range not satisfiable', details);
-}
+export const rangeError = (details: string): ApiError => apiError('PGRST103', details);
 
 function resolveField(resource: Resource, field: FieldRef): PlannedField {
   const column = resource.columnsByName.get(field.name);
   if (!column) {
-    throw new ApiError(400, '42703', `column ${resource.name}.${field.name} does not exist`, null,
-      `The columns of ${resource.name} are: ${resource.columns.map((c) => c.name).join(', ')}.`);
+    throw apiError('42703', resource.name, field.name, resource.columns.map((c) => c.name));
   }
   return { column, jsonPath: field.jsonPath };
 }
@@ -95,13 +90,12 @@ function planOutput(resource: Resource, syntax: ReadSyntax): OutputColumn[] {
     if (item.cast !== null) {
       cast = CAST_TYPES[item.cast.toLowerCase()] ?? null;
       if (cast === null) {
-        throw new ApiError(400, '42704', `type "${item.cast}" does not exist`, null,
-          `A select cast may name: ${Object.keys(CAST_TYPES).join(', ')}.`);
+        throw apiError('42704', item.cast, Object.keys(CAST_TYPES));
       }
     }
     output.push({ key: item.alias ?? outputKey(item.field), field: resolveField(resource, item.field), cast });
   }
-  if (output.length > MAX_OUTPUT_COLUMNS) throw tooComplex(`select yields more than ${MAX_OUTPUT_COLUMNS} columns`);
+  if (output.length > LIMITS.maxOutputColumns) throw tooComplex(`select yields more than ${LIMITS.maxOutputColumns} columns`);
   return output;
 }
 
@@ -122,7 +116,7 @@ export function planPage(syntax: Pick<ReadSyntax, 'limit' | 'offset' | 'rangeHea
       ? 'The lower boundary must be lower than or equal to the upper boundary in the Range header.'
       : 'Limit should be greater than or equal to zero.');
   }
-  return { offset: lower, limit: Math.min(upper - lower + 1, MAX_ROWS_PER_RESPONSE) };
+  return { offset: lower, limit: Math.min(upper - lower + 1, LIMITS.rowsPerResponse) };
 }
 
 export function planRead(resource: Resource, syntax: ReadSyntax): ReadPlan {

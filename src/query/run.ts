@@ -6,8 +6,8 @@ import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { Database, Scope } from '../db/database.ts';
 import type { Queryable } from '../db/store.ts';
-import { ApiError } from '../errors.ts';
-import { MAX_ROWS_PER_RESPONSE } from '../resources/registry.ts';
+import { apiError } from '../errors.ts';
+import { LIMITS } from '../limits.ts';
 import { SINGULAR_MEDIA_TYPE } from './parse.ts';
 import { type ReadPlan, rangeError } from './plan.ts';
 import {
@@ -51,8 +51,8 @@ async function countedTotal(tx: Queryable, plan: ReadPlan, cap?: number): Promis
  * so a scope that holds at most 10,000 matching rows never sees it.
  */
 async function estimatedTotal(tx: Queryable, plan: ReadPlan): Promise<number> {
-  const capped = await countedTotal(tx, plan, MAX_ROWS_PER_RESPONSE + 1);
-  return capped > MAX_ROWS_PER_RESPONSE ? Math.max(capped, await plannedTotal(tx, plan)) : capped;
+  const capped = await countedTotal(tx, plan, LIMITS.rowsPerResponse + 1);
+  return capped > LIMITS.rowsPerResponse ? Math.max(capped, await plannedTotal(tx, plan)) : capped;
 }
 
 export interface ReadOptions {
@@ -79,8 +79,7 @@ function describePage(plan: ReadPlan, size: PageSize): { status: number; headers
   const rangePart = size.rows > 0 && size.total !== 0 ? `${lower}-${lower + size.rows - 1}` : '*';
   const totalPart = size.total === null ? '*' : String(size.total);
   if (size.total !== null && lower > size.total) {
-    const error = rangeError(`An offset of ${lower} was requested, but there are only ${size.total} rows.`);
-    throw new ApiError(error.status, error.code, error.message, error.details, null, { 'content-range': `*/${totalPart}` });
+    throw rangeError(`An offset of ${lower} was requested, but there are only ${size.total} rows.`).withHeaders({ 'content-range': `*/${totalPart}` });
   }
   const headers: Record<string, string> = {
     'content-type': 'application/json; charset=utf-8',
@@ -101,7 +100,7 @@ async function readSingular(tx: Queryable, plan: ReadPlan, head: boolean): Promi
   const [row] = await tx.query<{ page_total: number; body: string | null }>(statement.text, statement.params);
   if (row.page_total !== 1) {
     const rows = row.page_total === 0 ? 0 : Math.min(plan.page.limit, (await countedTotal(tx, plan, plan.page.offset + plan.page.limit)) - plan.page.offset);
-    throw new ApiError(406, 'PGRST116', 'Cannot coerce the result to a single JSON object', `The result contains ${rows} rows`);
+    throw apiError('PGRST116', rows);
   }
   const { status, headers } = describePage(plan, { rows: 1, total: null });
   return { status, headers: { ...headers, 'content-type': `${SINGULAR_MEDIA_TYPE}; charset=utf-8` }, body: head ? null : row.body };

@@ -110,6 +110,3 @@ export const resourcesByName: ReadonlyMap<string, Resource> = new Map(resources.
 
 /** Resources that accept batch writes; every other path answers 405. */
 export const writableResources: ReadonlySet<string> = new Set(['students', 'cohorts']);
-
-/** Rows per list response, whatever the request asks (spec 'Limits'). */
-export const MAX_ROWS_PER_RESPONSE = 10_000;

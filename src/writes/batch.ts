@@ -2,9 +2,8 @@
  * The envelope every batch write shares: the body's shape, the 500-row cap (checked before any
  * work), per-row outcomes and their counts.
  */
-import { ApiError } from '../errors.ts';
-
-export const MAX_BATCH_ROWS = 500;
+import { apiError } from '../errors.ts';
+import { LIMITS } from '../limits.ts';
 
 export type WriteMode = 'put' | 'post' | 'patch';
 export type RowStatus = 'created' | 'updated' | 'unchanged' | 'rejected';
@@ -19,14 +18,11 @@ export const reject = (code: string, message: string): Rejection => ({ code, mes
 /** The rows of `{ <key>: [ … ] }`, or a request-level error. */
 export function batchRows(body: unknown, key: 'students' | 'cohorts'): unknown[] {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new ApiError(400, 'INVALID_BODY', `The body must be a JSON object of the form {"${key}": [...]}.`);
+    throw apiError('INVALID_BODY', `The body must be a JSON object of the form {"${key}": [...]}.`);
   }
   const rows = (body as Record<string, unknown>)[key];
-  if (!Array.isArray(rows)) throw new ApiError(400, 'INVALID_BODY', `The body lacks the "${key}" array.`);
-  if (rows.length > MAX_BATCH_ROWS) {
-    throw new ApiError(413, 'BATCH_TOO_LARGE', `A batch holds at most ${MAX_BATCH_ROWS} rows; this one has ${rows.length}. Nothing was written.`,
-      null, 'Split the rows into batches of 200 to 500.');
-  }
+  if (!Array.isArray(rows)) throw apiError('INVALID_BODY', `The body lacks the "${key}" array.`);
+  if (rows.length > LIMITS.batchRows) throw apiError('BATCH_TOO_LARGE', rows.length);
   return rows;
 }
 
