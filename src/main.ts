@@ -10,7 +10,7 @@ import { openStore } from './db/store.ts';
 import { buildApp } from './http/app.ts';
 
 const config = readConfig();
-const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, maxConnections: config.maxConnections, timeouts: config.storeTimeouts });
 await migrate(store);
 const db = new Database(store, config.statementTimeoutMs);
 

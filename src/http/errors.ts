@@ -4,43 +4,60 @@
  * does; anything unexpected becomes a 500 that names no table, query or stack.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { isDatabaseError } from '../db/store.ts';
+import { type DatabaseError, isDatabaseError, StoreUnavailableError } from '../db/store.ts';
 import { ApiError } from '../errors.ts';
 
-const CONNECTION_FAILURES = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE']);
+/** Seconds a client is told to wait before retrying an answer that a retry may fix. */
+export const RETRY_AFTER_SECONDS = '1';
 
-const unavailable = () => new ApiError(503, 'DATABASE_UNAVAILABLE', 'The data store is unavailable; retry with backoff.', null, null, { 'retry-after': '1' });
-
+const unavailable = () => new ApiError(503, 'DATABASE_UNAVAILABLE', 'The data store is unavailable; retry with backoff.', null, null, { 'retry-after': RETRY_AFTER_SECONDS });
+const passThrough = (status: number) => (error: DatabaseError) => new ApiError(status, error.code, error.message, error.detail ?? null, error.hint ?? null);
 /** Constraint messages name internal indexes, so they are replaced by plain words. */
-const CONSTRAINT_MESSAGES: Record<string, [number, string, string]> = {
-  '23505': [409, 'CONFLICT', 'A record with the same key already exists.'],
-  '23503': [409, 'INVALID_REFERENCE', 'A referenced record does not exist.'],
-  '23502': [400, 'INVALID_BODY', 'A required value is missing.'],
-  '23514': [400, 'INVALID_BODY', 'A value is outside the allowed set.'],
+const plainly = (status: number, code: string, message: string) => () => new ApiError(status, code, message);
+/** The service's own fault: the generic 500, which names no table, query or stack. */
+const internal = () => null;
+
+/**
+ * Every SQLSTATE answer, in the manner of PostgREST's Error.hs. A code is looked up whole, then by
+ * its first three characters, then by its class (the first two); anything else is a 500.
+ */
+const SQLSTATE_ANSWERS: Record<string, (error: DatabaseError) => ApiError | null> = {
+  // The store is unavailable: nothing in the request caused it, and a retry may succeed.
+  '08': unavailable, //      connection exception: the connection failed, was refused or dropped
+  '28': unavailable, //      invalid authorization: the service's login was refused
+  '3D000': unavailable, //   invalid catalog name: the database is gone (dropped, being restored)
+  '53': unavailable, //      insufficient resources: too many connections, out of memory or disk
+  '55000': unavailable, //   object not in prerequisite state: ALLOW_CONNECTIONS false
+  '57P': unavailable, //     operator intervention: shutdown, terminated backend, starting up
+  '58': unavailable, //      system error: I/O error on the server
+  '25006': unavailable, //   read-only transaction: a write reached a standby during a fail-over
+  // The store cancelled a statement that ran past the statement timeout.
+  '57014': () => new ApiError(503, 'QUERY_TIMEOUT', 'The query ran longer than the statement timeout and was cancelled.', null,
+    'Narrow the filter, page with a smaller limit, or use keyset pagination.', { 'retry-after': RETRY_AFTER_SECONDS }),
+  // The request raced another one; the same request will succeed when retried.
+  '40001': () => new ApiError(503, 'CONCURRENT_WRITE', 'The request raced another; retry it.', null, null, { 'retry-after': RETRY_AFTER_SECONDS }),
+  '40P01': () => new ApiError(503, 'CONCURRENT_WRITE', 'The request raced another; retry it.', null, null, { 'retry-after': RETRY_AFTER_SECONDS }),
+  // Integrity constraints a sent value broke.
+  '23505': plainly(409, 'CONFLICT', 'A record with the same key already exists.'),
+  '23503': plainly(409, 'INVALID_REFERENCE', 'A referenced record does not exist.'),
+  '23502': plainly(400, 'INVALID_BODY', 'A required value is missing.'),
+  '23514': plainly(400, 'INVALID_BODY', 'A value is outside the allowed set.'),
+  // Data exception: a sent value does not fit its column (bad number, date, regex...).
+  '22': passThrough(400),
+  // No operator fits the column's type, e.g. `like` on a uuid: PostgREST answers 404.
+  '42883': passThrough(404),
+  // Insufficient privilege: the service's roles or grants are wrong, not the request.
+  '42501': internal,
+  // Syntax error or access rule violation from the request's text, e.g. an `fts` query that is
+  // not valid tsquery syntax (42601): PostgREST answers class 42 with 400.
+  '42': passThrough(400),
 };
 
-function databaseErrorToApiError(error: unknown): ApiError | null {
-  const code = (error as { code?: unknown })?.code;
-  if (typeof code === 'string' && CONNECTION_FAILURES.has(code)) return unavailable();
+export function databaseErrorToApiError(error: unknown): ApiError | null {
+  if (error instanceof StoreUnavailableError) return unavailable();
   if (!isDatabaseError(error)) return null;
-  const passThrough = (status: number) => new ApiError(status, error.code, error.message, error.detail ?? null, error.hint ?? null);
-  if (CONSTRAINT_MESSAGES[error.code]) {
-    const [status, apiCode, message] = CONSTRAINT_MESSAGES[error.code];
-    return new ApiError(status, apiCode, message);
-  }
-  if (error.code.startsWith('22')) return passThrough(400);
-  // PostgREST answers 404 when no operator fits the column's type, e.g. `like` on a uuid.
-  if (error.code === '42883') return passThrough(404);
-  if (['42804', '42725', '42846', '42P18', '42704'].includes(error.code)) return passThrough(400);
-  if (error.code === '57014') {
-    return new ApiError(503, 'QUERY_TIMEOUT', 'The query ran longer than the statement timeout and was cancelled.', null,
-      'Narrow the filter, page with a smaller limit, or use keyset pagination.', { 'retry-after': '1' });
-  }
-  if (error.code.startsWith('08') || error.code.startsWith('57P') || error.code.startsWith('53')) return unavailable();
-  if (error.code === '40001' || error.code === '40P01') {
-    return new ApiError(503, 'CONCURRENT_WRITE', 'The request raced another; retry it.', null, null, { 'retry-after': '1' });
-  }
-  return null;
+  const answer = SQLSTATE_ANSWERS[error.code] ?? SQLSTATE_ANSWERS[error.code.slice(0, 3)] ?? SQLSTATE_ANSWERS[error.code.slice(0, 2)];
+  return answer ? answer(error) : null;
 }
 
 function fastifyErrorToApiError(error: FastifyError): ApiError | null {
