@@ -2,6 +2,9 @@ import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { isDatabaseError, type Store } from './store.ts';
 
+/** Migrations rewrite whole tables and wait for another instance's migration: far longer than a request. */
+const MIGRATION_STORE_WAIT_MS = 15 * 60_000;
+
 /** SQLSTATE of a missing table: a store never migrated has no pds_migrations. */
 const UNDEFINED_TABLE = '42P01';
 
@@ -42,5 +45,5 @@ export async function migrate(store: Store): Promise<string[]> {
       await tx.query('insert into pds_migrations (name) values ($1)', [file]);
     }
     return pending;
-  });
+  }, { storeWaitMs: MIGRATION_STORE_WAIT_MS });
 }

@@ -132,8 +132,8 @@ class Lease {
   private timer: NodeJS.Timeout | null = null;
   private pending = 0;
 
-  constructor(readonly session: Session, limits: PoolLimits) {
-    this.budgetMs = limits.storeWaitMs;
+  constructor(readonly session: Session, budgetMs: number) {
+    this.budgetMs = budgetMs;
   }
 
   run<T>(statement: () => Statement): Promise<T> {
@@ -196,8 +196,8 @@ class SessionPool {
 
   constructor(private readonly url: string, private readonly limits: PoolLimits) {}
 
-  async lease(): Promise<Lease> {
-    return new Lease(await this.acquire(), this.limits);
+  async lease(storeWaitMs = this.limits.storeWaitMs): Promise<Lease> {
+    return new Lease(await this.acquire(), storeWaitMs);
   }
 
   release(lease: Lease): void {
@@ -283,7 +283,7 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
      * so a one-query read costs two round trips, not four.
      */
     async transaction(fn, options = {}) {
-      const lease = await pool.lease();
+      const lease = await pool.lease(options.storeWaitMs);
       const tx = lease.queryable();
       try {
         const begin = tx.exec(`begin ${transactionPreamble(options)}`);

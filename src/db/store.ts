@@ -20,6 +20,8 @@ export interface Queryable {
 export interface TransactionOptions {
   isolation?: 'read committed' | 'repeatable read';
   readOnly?: boolean;
+  /** Replaces the store-wait budget (StoreTimeouts.storeWaitMs) for this transaction, e.g. for migrations. */
+  storeWaitMs?: number;
 }
 
 export interface Store extends Queryable {
