@@ -10,7 +10,7 @@ import { Database } from '../src/db/database.ts';
 import { type DemoResult, loadDemo } from '../src/domain/demo.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgresStore } from '../src/db/postgres-store.ts';
-import type { Store } from '../src/db/store.ts';
+import { DEFAULT_STORE_TIMEOUTS, type Store } from '../src/db/store.ts';
 import { createScratchDatabase } from '../test/support/databases.ts';
 
 export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -32,9 +32,12 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
+const BENCH_LOAD_WAIT_MS = 10 * 60_000;
+
 export async function createBenchDatabase(name: string, students: number): Promise<BenchDatabase> {
   const database = await createScratchDatabase(SERVER_URL, name);
-  const store = openPostgresStore(database.url, 10);
+  // Loading 100,000 students and vacuuming take far longer than a request may wait.
+  const store = openPostgresStore(database.url, 10, { ...DEFAULT_STORE_TIMEOUTS, storeWaitMs: BENCH_LOAD_WAIT_MS });
   await migrate(store);
   const db = new Database(store, 60_000);
   const started = Date.now();

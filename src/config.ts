@@ -1,4 +1,9 @@
 /** Settings, read once from the environment (decisions D8). */
+import { DEFAULT_STATEMENT_TIMEOUT_MS, DEFAULT_STORE_TIMEOUTS, STATEMENT_TIMEOUT_GRACE_MS, type StoreTimeouts } from './db/store.ts';
+
+/** How long /readyz waits for the store before it answers 503. */
+export const DEFAULT_READY_TIMEOUT_MS = 1_000;
+
 export interface Config {
   port: number;
   host: string;
@@ -14,6 +19,10 @@ export interface Config {
   embeddedWaitMs: number;
   /** Off: `Prefer: count=planned|estimated` are answered with exact counts. */
   plannedCounts: boolean;
+  /** PostgreSQL connections this instance opens at most. */
+  maxConnections: number;
+  storeTimeouts: StoreTimeouts;
+  readyTimeoutMs: number;
   logLevel: string;
 }
 
@@ -33,6 +42,7 @@ function onOffSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): 
 }
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const statementTimeoutMs = intSetting(env, 'PDS_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS);
   return {
     port: intSetting(env, 'PORT', 8080),
     host: env.HOST || '127.0.0.1',
@@ -43,9 +53,17 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readLimitPerMin: intSetting(env, 'PDS_READ_LIMIT_PER_MIN', 600),
     writeLimitPerMin: intSetting(env, 'PDS_WRITE_LIMIT_PER_MIN', 60),
     demo: env.PDS_DEMO !== '0',
-    statementTimeoutMs: intSetting(env, 'PDS_STATEMENT_TIMEOUT_MS', 5000),
     embeddedWaitMs: intSetting(env, 'PDS_EMBEDDED_WAIT_MS', 5000),
     plannedCounts: onOffSetting(env, 'PDS_PLANNED_COUNTS', true),
+    statementTimeoutMs,
+    maxConnections: intSetting(env, 'PDS_DB_MAX_CONNECTIONS', 10),
+    storeTimeouts: {
+      connectTimeoutMs: intSetting(env, 'PDS_DB_CONNECT_TIMEOUT_MS', DEFAULT_STORE_TIMEOUTS.connectTimeoutMs),
+      poolWaitMs: intSetting(env, 'PDS_DB_POOL_WAIT_MS', DEFAULT_STORE_TIMEOUTS.poolWaitMs),
+      // The server cancels a slow statement (57014) a second before the client would give up.
+      storeWaitMs: intSetting(env, 'PDS_DB_WAIT_MS', statementTimeoutMs + STATEMENT_TIMEOUT_GRACE_MS),
+    },
+    readyTimeoutMs: intSetting(env, 'PDS_READY_TIMEOUT_MS', DEFAULT_READY_TIMEOUT_MS),
     logLevel: env.LOG_LEVEL || 'info',
   };
 }

@@ -171,12 +171,13 @@ export const ERRORS = {
 
   // Operator API records.
   CONFLICT: define({
-    status: 409, when: 'A record with the same key exists already.',
-    text: () => ({ message: 'A record with the same key already exists.' }),
+    status: 409, when: 'A record with the same key exists already (the message names the field when it can).',
+    text: (field?: string, value?: string) =>
+      ({ message: field ? `A record with ${field} "${value}" already exists.` : 'A record with the same key already exists.' }),
   }),
   INVALID_REFERENCE: define({
-    status: 409, when: 'A referenced record (university, consortium, campus…) does not exist.',
-    text: () => ({ message: 'A referenced record does not exist.' }),
+    status: 409, when: 'A referenced record (university, consortium, campus…) does not exist; the message names it when it can.',
+    text: (field?: string, value?: string) => ({ message: field ? `${field} ${value} does not exist.` : 'A referenced record does not exist.' }),
   }),
   EMAIL_TAKEN: define({
     status: 409, when: 'An account already holds the address.',
@@ -216,6 +217,11 @@ export const ERRORS = {
       message: 'The data store is busy with other requests; retry with backoff.',
       details: `No turn on the embedded store within ${waitedMs} ms.`,
     }),
+    headers: RETRY_SOON,
+  }),
+  NOT_READY: define({
+    status: 503, when: 'GET /readyz while migrations are pending.',
+    text: (pending: number) => ({ message: 'The service is not ready: the store is not migrated.', details: `${pending} migration(s) pending.` }),
     headers: RETRY_SOON,
   }),
   INTERNAL: define({

@@ -11,7 +11,10 @@ import { openStore } from './db/store.ts';
 import { buildApp } from './http/app.ts';
 
 const config = readConfig();
-const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, embeddedWaitMs: config.embeddedWaitMs });
+const store = await openStore({
+  databaseUrl: config.databaseUrl, dataDir: config.dataDir, embeddedWaitMs: config.embeddedWaitMs,
+  maxConnections: config.maxConnections, timeouts: config.storeTimeouts,
+});
 await migrate(store);
 const db = new Database(store, config.statementTimeoutMs);
 

@@ -157,7 +157,7 @@ test('the embedded store answers 503 DATABASE_BUSY instead of queueing without e
     assert.equal(read.status, 503);
     assert.equal(read.json.code, 'DATABASE_BUSY');
     assert.equal(read.headers['retry-after'], '1');
-    assert.equal(health.status, 503);
+    assert.equal(health.status, 200, 'liveness never waits for the store');
     release();
     await held;
     assert.equal((await h.get('/v1/campuses', token)).status, 200);

@@ -1,6 +1,12 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { Store } from './store.ts';
+import { isDatabaseError, type Store } from './store.ts';
+
+/** Migrations rewrite whole tables and wait for another instance's migration: far longer than a request. */
+const MIGRATION_STORE_WAIT_MS = 15 * 60_000;
+
+/** SQLSTATE of a missing table: a store never migrated has no pds_migrations. */
+const UNDEFINED_TABLE = '42P01';
 
 const migrationsDir = fileURLToPath(new URL('./migrations/', import.meta.url));
 /** Any constant works; it only has to be the same for every instance. */
@@ -10,8 +16,24 @@ const MIGRATION_LOCK_KEY = '7263519041';
  * Applies the pending `.sql` files in name order, in one transaction under an advisory lock,
  * so two instances starting together never apply a file twice or see a half-applied schema.
  */
+async function migrationFiles(): Promise<string[]> {
+  return (await readdir(migrationsDir)).filter((f) => f.endsWith('.sql')).sort();
+}
+
+/** The migration files not applied to the store yet; all of them on a store never migrated. */
+export async function pendingMigrations(store: Store): Promise<string[]> {
+  const [{ applied }] = await store.query<{ applied: string | null }>(
+    `select (select string_agg(name, '/') from pds_migrations) as applied`,
+  ).catch((error) => {
+    if (isDatabaseError(error) && error.code === UNDEFINED_TABLE) return [{ applied: null }];
+    throw error;
+  });
+  const names = new Set(applied?.split('/'));
+  return (await migrationFiles()).filter((f) => !names.has(f));
+}
+
 export async function migrate(store: Store): Promise<string[]> {
-  const files = (await readdir(migrationsDir)).filter((f) => f.endsWith('.sql')).sort();
+  const files = await migrationFiles();
   return store.transaction(async (tx) => {
     await tx.query('select pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
     await tx.exec(`create table if not exists pds_migrations (
@@ -23,5 +45,5 @@ export async function migrate(store: Store): Promise<string[]> {
       await tx.query('insert into pds_migrations (name) values ($1)', [file]);
     }
     return pending;
-  });
+  }, { storeWaitMs: MIGRATION_STORE_WAIT_MS });
 }

@@ -1,20 +1,6 @@
+import net from 'node:net';
 import postgres from 'postgres';
-import { type Queryable, type Store, transactionPreamble } from './store.ts';
-
-function queryableOf(sql: postgres.Sql | postgres.ReservedSql): Queryable {
-  return {
-    async query<T>(text: string, params: readonly (string | null)[] = []) {
-      return (await sql.unsafe(text, params as (string | null)[], { prepare: true })) as unknown as T[];
-    },
-    async exec(text: string) {
-      await sql.unsafe(text);
-    },
-    async firstColumn(text: string) {
-      const rows = await sql.unsafe(text).raw();
-      return rows.map((row) => row[0] as Uint8Array);
-    },
-  };
-}
+import { type Queryable, type Store, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, transactionPreamble } from './store.ts';
 
 /**
  * Parameters are always text for PostgreSQL's own input functions to read. postgres.js would
@@ -27,50 +13,295 @@ const textParameters = {
   date: { to: 1184, from: [1082, 1114, 1184], serialize: String, parse: (x: string) => new Date(x) },
 };
 
-function connectionLost(error: unknown): boolean {
+/** Connections are retired after this long, so a fail-over's old server is left within it. */
+const CONNECTION_LIFETIME_MS = 30 * 60_000;
+
+/** Error codes postgres.js and Node's sockets give when the connection, not the statement, failed. */
+const CONNECTION_FAILURE_CODES = new Set([
+  'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT',
+  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
+]);
+
+function asUnavailable(error: unknown): unknown {
   const code = String((error as { code?: unknown })?.code ?? '');
-  return code.startsWith('CONNECTION_') || code.startsWith('08') || code.startsWith('57P') || code === 'ECONNRESET';
+  if (error instanceof StoreUnavailableError || !CONNECTION_FAILURE_CODES.has(code)) return error;
+  return new StoreUnavailableError(code, (error as Error).message);
 }
 
-export function openPostgresStore(url: string, maxConnections: number): Store {
-  const sql = postgres(url, {
-    max: maxConnections,
-    onnotice: () => {},
-    types: textParameters,
-    connection: { application_name: 'partner-data-service' },
-  });
-  const base = queryableOf(sql);
+/** A postgres.js query: lazy, it is sent when first awaited. */
+type Statement = PromiseLike<unknown>;
+
+/** postgres.js's documented `socket` option (README, "Custom socket"), which its types omit. */
+interface CustomSocket {
+  socket(options: { host: string[]; port: number[] }): Promise<net.Socket>;
+}
+
+/**
+ * One server session, owned by one caller at a time. Each has a postgres.js instance of its own
+ * (max 1) whose socket this class opens: postgres.js gets exactly one socket per session and
+ * never reconnects it. When the session dies, its statements fail, the session is discarded and
+ * the pool opens a new one. postgres.js's own `reserve()` kept using a reserved connection after
+ * its backend died (porsager/postgres#1208): the next statement wrote to a null socket from a
+ * timer, an uncaught TypeError that ended the process; statements queued behind a full
+ * pipeline were never settled.
+ */
+class Session {
+  readonly sql: postgres.Sql;
+  readonly openedAt = Date.now();
+  lost: StoreUnavailableError | null = null;
+  private socket: net.Socket | null = null;
+  private socketRequested = false;
+  /** Rejecters of the statements sent and not yet settled. */
+  private readonly outstanding = new Set<(error: StoreUnavailableError) => void>();
+
+  constructor(url: string, private readonly limits: PoolLimits, private readonly onLost: (session: Session) => void) {
+    const customSocket: CustomSocket = { socket: (options) => this.openSocket(options.host[0], options.port[0]) };
+    this.sql = postgres(url, Object.assign({
+      max: 1,
+      onnotice: () => {},
+      types: textParameters,
+      connection: { application_name: 'partner-data-service' },
+      // Covers the startup and authentication exchange; openSocket bounds the TCP connect.
+      connect_timeout: limits.connectTimeoutMs / 1000,
+      max_lifetime: 0,
+    }, customSocket));
+  }
+
+  run<T>(statement: Statement): Promise<T> {
+    if (this.lost) return Promise.reject(this.lost);
+    return new Promise<T>((resolve, reject) => {
+      const fail = (error: unknown) => {
+        this.outstanding.delete(fail);
+        reject(asUnavailable(error));
+      };
+      this.outstanding.add(fail);
+      statement.then((value) => {
+        this.outstanding.delete(fail);
+        resolve(value as T);
+      }, fail);
+    });
+  }
+
+  get busy(): boolean {
+    return this.outstanding.size > 0;
+  }
+
+  /** Ends the session at once: its socket is destroyed and every statement in flight fails. */
+  destroy(error: StoreUnavailableError): void {
+    if (this.lost) return;
+    this.lost = error;
+    for (const fail of [...this.outstanding]) fail(error);
+    this.socket?.destroy();
+    this.sql.end({ timeout: 0 }).catch(() => {});
+    this.onLost(this);
+  }
+
+  private async openSocket(host: string, port: number): Promise<net.Socket> {
+    if (this.socketRequested) throw new StoreUnavailableError('CONNECTION_CLOSED', 'The session was lost.');
+    this.socketRequested = true;
+    const socket = net.connect({ host, port });
+    this.socket = socket;
+    socket.on('error', () => {});
+    socket.once('close', () => this.destroy(new StoreUnavailableError('CONNECTION_CLOSED', 'The connection to the data store closed.')));
+    const timer = setTimeout(() => {
+      this.destroy(new StoreUnavailableError('CONNECT_TIMEOUT', `No connection to the data store within ${this.limits.connectTimeoutMs} ms.`));
+    }, this.limits.connectTimeoutMs);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        socket.once('connect', resolve);
+        socket.once('close', () => reject(this.lost));
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+    return socket;
+  }
+}
+
+/**
+ * A lease of a session to one transaction (or one statement). It owns the transaction's budget
+ * of time spent waiting for the store: the clock runs while any statement is outstanding, and
+ * when the budget is spent the session is destroyed, so a stalled network fails the request
+ * instead of hanging it. A lease that has ended refuses statements: nothing can reach a session
+ * after it was handed to someone else.
+ */
+class Lease {
+  private ended = false;
+  private budgetMs: number;
+  private waitingSince = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private pending = 0;
+
+  constructor(readonly session: Session, budgetMs: number) {
+    this.budgetMs = budgetMs;
+  }
+
+  run<T>(statement: () => Statement): Promise<T> {
+    if (this.ended) return Promise.reject(new StoreUnavailableError('CONNECTION_ENDED', 'The transaction has ended.'));
+    if (this.pending++ === 0) this.startClock();
+    return this.session.run<T>(statement()).finally(() => {
+      if (--this.pending === 0) this.stopClock();
+    });
+  }
+
+  queryable(): Queryable {
+    const { sql } = this.session;
+    return {
+      query: <T>(text: string, params: readonly (string | null)[] = []) =>
+        this.run<T[]>(() => sql.unsafe(text, params as (string | null)[], { prepare: true })),
+      exec: async (text: string) => {
+        await this.run(() => sql.unsafe(text));
+      },
+      firstColumn: async (text: string) => {
+        const rows = await this.run<unknown[][]>(() => sql.unsafe(text).raw());
+        return rows.map((row) => row[0] as Uint8Array);
+      },
+    };
+  }
+
+  end(): void {
+    this.ended = true;
+    this.stopClock();
+  }
+
+  private startClock(): void {
+    this.waitingSince = Date.now();
+    this.timer = setTimeout(() => {
+      this.session.destroy(new StoreUnavailableError('STORE_TIMEOUT', 'The data store did not answer in time.'));
+    }, Math.max(0, this.budgetMs));
+  }
+
+  private stopClock(): void {
+    if (!this.timer) return;
+    clearTimeout(this.timer);
+    this.timer = null;
+    this.budgetMs -= Date.now() - this.waitingSince;
+  }
+}
+
+type PoolLimits = StoreTimeouts & { maxConnections: number };
+
+interface Waiter {
+  resolve(session: Session): void;
+  reject(error: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+/** Sessions to one server, at most `maxConnections`; a caller waits at most `poolWaitMs` for one. */
+class SessionPool {
+  private readonly sessions = new Set<Session>();
+  private readonly idle: Session[] = [];
+  private readonly waiters: Waiter[] = [];
+  private closed = false;
+
+  constructor(private readonly url: string, private readonly limits: PoolLimits) {}
+
+  async lease(storeWaitMs = this.limits.storeWaitMs): Promise<Lease> {
+    return new Lease(await this.acquire(), storeWaitMs);
+  }
+
+  release(lease: Lease): void {
+    lease.end();
+    const { session } = lease;
+    if (session.lost) return;
+    if (this.closed || Date.now() - session.openedAt > CONNECTION_LIFETIME_MS) {
+      this.sessions.delete(session);
+      session.sql.end({ timeout: 5 }).catch(() => {});
+      this.serveWaiter(() => this.open());
+      return;
+    }
+    if (!this.serveWaiter(() => session)) this.idle.push(session);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const waiter of this.waiters.splice(0)) {
+      clearTimeout(waiter.timer);
+      waiter.reject(new StoreUnavailableError('CONNECTION_ENDED', 'The service is shutting down.'));
+    }
+    await Promise.all([...this.sessions].map((session) => session.sql.end({ timeout: 5 })));
+  }
+
+  private acquire(): Promise<Session> {
+    if (this.closed) return Promise.reject(new StoreUnavailableError('CONNECTION_ENDED', 'The service is shutting down.'));
+    const idle = this.idle.pop();
+    if (idle) return Promise.resolve(idle);
+    if (this.sessions.size < this.limits.maxConnections) return Promise.resolve(this.open());
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve, reject,
+        timer: setTimeout(() => {
+          this.waiters.splice(this.waiters.indexOf(waiter), 1);
+          reject(new StoreUnavailableError('POOL_TIMEOUT', `No data store connection came free within ${this.limits.poolWaitMs} ms.`));
+        }, this.limits.poolWaitMs),
+      };
+      this.waiters.push(waiter);
+    });
+  }
+
+  private open(): Session {
+    const session = new Session(this.url, this.limits, (lost) => this.forget(lost));
+    this.sessions.add(session);
+    return session;
+  }
+
+  /** A lost session leaves the pool; a caller waiting for one gets a new session in its place. */
+  private forget(session: Session): void {
+    // A session retired on release has left already, and its place was filled then.
+    if (!this.sessions.delete(session)) return;
+    const idleAt = this.idle.indexOf(session);
+    if (idleAt >= 0) this.idle.splice(idleAt, 1);
+    this.serveWaiter(() => this.open());
+  }
+
+  private serveWaiter(session: () => Session): boolean {
+    const waiter = this.closed ? undefined : this.waiters.shift();
+    if (!waiter) return false;
+    clearTimeout(waiter.timer);
+    waiter.resolve(session());
+    return true;
+  }
+}
+
+export function openPostgresStore(url: string, maxConnections: number, timeouts: StoreTimeouts = DEFAULT_STORE_TIMEOUTS): Store {
+  const pool = new SessionPool(url, { maxConnections, ...timeouts });
+  const once = async <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> => {
+    const lease = await pool.lease();
+    try {
+      return await fn(lease.queryable());
+    } finally {
+      pool.release(lease);
+    }
+  };
   return {
     backend: 'postgres',
-    query: base.query,
-    exec: base.exec,
-    firstColumn: base.firstColumn,
+    query: (text, params) => once((tx) => tx.query(text, params)),
+    exec: (text) => once((tx) => tx.exec(text)),
+    firstColumn: (text) => once((tx) => tx.firstColumn(text)),
     /**
-     * On a reserved connection, BEGIN is not awaited: it travels in one pipeline with the
-     * callback's first statements, so a one-query read costs two round trips, not four.
+     * BEGIN is not awaited: it travels in one pipeline with the callback's first statements,
+     * so a one-query read costs two round trips, not four.
      */
     async transaction(fn, options = {}) {
-      const connection = await sql.reserve();
-      let lost = false;
+      const lease = await pool.lease(options.storeWaitMs);
+      const tx = lease.queryable();
       try {
-        const begin = connection.unsafe(`begin ${transactionPreamble(options)}`);
+        const begin = tx.exec(`begin ${transactionPreamble(options)}`);
         begin.catch(() => {});
-        const result = await fn(queryableOf(connection));
+        const result = await fn(tx);
         await begin;
-        await connection.unsafe('commit');
+        await tx.exec('commit');
         return result;
       } catch (error) {
-        lost = connectionLost(error);
-        if (!lost) await connection.unsafe('rollback').catch(() => {});
+        // A lost session rolled back on the server already; one that cannot roll back is ended.
+        if (!lease.session.lost) {
+          await tx.exec('rollback').catch((rollbackError) => lease.session.destroy(new StoreUnavailableError('ROLLBACK_FAILED', String(rollbackError))));
+        }
         throw error;
       } finally {
-        // A connection the server dropped has rolled back already, and the pool has taken it
-        // back as closed: releasing it would hand the dead socket to the next query.
-        if (!lost) connection.release();
+        pool.release(lease);
       }
     },
-    async close() {
-      await sql.end({ timeout: 5 });
-    },
+    close: () => pool.close(),
   };
 }

@@ -20,12 +20,51 @@ export interface Queryable {
 export interface TransactionOptions {
   isolation?: 'read committed' | 'repeatable read';
   readOnly?: boolean;
+  /** Replaces the store-wait budget (StoreTimeouts.storeWaitMs) for this transaction, e.g. for migrations. */
+  storeWaitMs?: number;
 }
 
 export interface Store extends Queryable {
   readonly backend: 'postgres' | 'pglite';
   transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   close(): Promise<void>;
+}
+
+/** How long the PostgreSQL backend waits on its connections (set in src/config.ts). */
+export interface StoreTimeouts {
+  /** TCP connect, then startup and authentication, each within this. */
+  connectTimeoutMs: number;
+  /** Longest wait for a free connection when all are in use. */
+  poolWaitMs: number;
+  /**
+   * Longest time one transaction (or lone statement) may spend waiting for the store's answers,
+   * connecting included; past it the connection is destroyed and the statement fails.
+   */
+  storeWaitMs: number;
+}
+
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 5_000;
+
+/**
+ * The store-wait budget exceeds the statement timeout by this much, so that a slow statement is
+ * cancelled by the server (57014, QUERY_TIMEOUT) before the client gives up on the connection.
+ */
+export const STATEMENT_TIMEOUT_GRACE_MS = 1_000;
+
+export const DEFAULT_STORE_TIMEOUTS: StoreTimeouts = {
+  connectTimeoutMs: 2_000,
+  poolWaitMs: 2_000,
+  storeWaitMs: DEFAULT_STATEMENT_TIMEOUT_MS + STATEMENT_TIMEOUT_GRACE_MS,
+};
+
+/**
+ * The store could not be reached or did not answer: the connection failed, closed, timed out,
+ * or no connection came free. Nothing the caller sent caused it; a retry may succeed.
+ */
+export class StoreUnavailableError extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
 }
 
 /** The fields every database error carries on both backends. */
@@ -68,10 +107,10 @@ export function transactionPreamble(options: TransactionOptions): string {
 }
 
 /** Opens the backend the settings name: a server when a URL is given, else PGlite in `dataDir`. */
-export async function openStore(settings: { databaseUrl?: string; dataDir?: string; maxConnections?: number; embeddedWaitMs: number }): Promise<Store> {
+export async function openStore(settings: { databaseUrl?: string; dataDir?: string; maxConnections?: number; timeouts?: StoreTimeouts; embeddedWaitMs: number }): Promise<Store> {
   if (settings.databaseUrl) {
     const { openPostgresStore } = await import('./postgres-store.ts');
-    return openPostgresStore(settings.databaseUrl, settings.maxConnections ?? 10);
+    return openPostgresStore(settings.databaseUrl, settings.maxConnections ?? 10, settings.timeouts);
   }
   const { openPgliteStore } = await import('./pglite-store.ts');
   return openPgliteStore({ dataDir: settings.dataDir, waitMs: settings.embeddedWaitMs });

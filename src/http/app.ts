@@ -4,8 +4,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { Config } from '../config.ts';
+import { type Config, DEFAULT_READY_TIMEOUT_MS } from '../config.ts';
 import type { Database } from '../db/database.ts';
+import { pendingMigrations } from '../db/migrate.ts';
+import { StoreUnavailableError } from '../db/store.ts';
+import { apiError } from '../errors.ts';
 import { TokenAuthenticator } from '../domain/tokens.ts';
 import { adminRoutes } from './admin-routes.ts';
 import { authenticatePartner } from './auth.ts';
@@ -18,10 +21,20 @@ import { registerWriteRoutes } from './write-routes.ts';
 /** Bodies above this are refused with 413 PAYLOAD_TOO_LARGE before they are parsed. */
 export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
-export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMin' | 'writeLimitPerMin' | 'plannedCounts' | 'logLevel'> & {
+export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMin' | 'writeLimitPerMin' | 'plannedCounts' | 'logLevel'> & Partial<Pick<Config, 'readyTimeoutMs'>> & {
   /** Where JSON log lines go; standard output when absent. */
   logStream?: { write(line: string): void };
 };
+
+const TIMED_OUT = Symbol('timed out');
+
+function withinMs<T>(ms: number, work: Promise<T>): Promise<T | typeof TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(resolve, ms, TIMED_OUT);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
 
 export async function buildApp(settings: AppSettings, db: Database): Promise<FastifyInstance> {
   const app = Fastify({
@@ -43,9 +56,19 @@ export async function buildApp(settings: AppSettings, db: Database): Promise<Fas
   });
   await registerOpenApi(app);
 
-  app.get('/healthz', { schema: { hide: true } }, async () => {
-    await db.store.query('select 1');
-    return { status: 'ok' };
+  // Liveness: the process answers. It never touches the store, so a store outage does not get
+  // healthy instances restarted.
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+
+  // Readiness: the store answers within the ready timeout and its schema is migrated.
+  const readyTimeoutMs = settings.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS;
+  app.get('/readyz', { schema: { hide: true } }, async () => {
+    const pending = await withinMs(readyTimeoutMs, pendingMigrations(db.store));
+    if (pending === TIMED_OUT) throw new StoreUnavailableError('READY_TIMEOUT', `The data store did not answer within ${readyTimeoutMs} ms.`);
+    if (pending.length > 0) {
+      throw apiError('NOT_READY', pending.length);
+    }
+    return { status: 'ready' };
   });
 
   const tokens = new TokenAuthenticator(db);

@@ -1,0 +1,74 @@
+/**
+ * What a failure of the store answers, in the manner of PostgREST's Error.hs: one table from
+ * SQLSTATE to the caller's answer. A code is looked up whole, then by its first three characters,
+ * then by its class (the first two); a code the table does not name is the service's own fault,
+ * the generic 500. Values the caller sent keep PostgreSQL's code and message, as PostgREST does;
+ * constraint messages name internal indexes, so they are replaced by plain words.
+ */
+import {
+  type DatabaseError, StoreBusyError, StoreUnavailableError, isDatabaseError, violatedConstraint,
+} from '../db/store.ts';
+import { ApiError, apiError } from '../errors.ts';
+
+type Answer = (error: DatabaseError, body: unknown) => ApiError | null;
+
+const unavailable: Answer = () => apiError('DATABASE_UNAVAILABLE');
+const passThrough = (status: number): Answer => (error) =>
+  new ApiError(status, error.code, error.message, error.detail ?? null, error.hint ?? null);
+const serviceFault: Answer = () => null;
+
+/**
+ * The request field a key violation is about, with the value sent for it. The column comes from
+ * the constraint's name by PostgreSQL's convention, `<table>_<column>_fkey` or `_key`: the
+ * error's own detail omits the key on tables under row-level security.
+ */
+function violatedField(error: DatabaseError, body: unknown): [field: string, value: string] | [] {
+  const violated = violatedConstraint(error);
+  if (!violated || body === null || typeof body !== 'object') return [];
+  const { table, constraint } = violated;
+  const suffix = ['_fkey', '_key'].find((s) => constraint.endsWith(s));
+  if (!suffix || !constraint.startsWith(`${table}_`)) return [];
+  const field = constraint.slice(table.length + 1, -suffix.length);
+  const value = (body as Record<string, unknown>)[field];
+  return typeof value === 'string' ? [field, value] : [];
+}
+
+const SQLSTATE_ANSWERS: Readonly<Record<string, Answer>> = {
+  // The store is unavailable: nothing in the request caused it, and a retry may succeed.
+  '08': unavailable, //      connection exception: the connection failed, was refused or dropped
+  '28': unavailable, //      invalid authorization: the service's login was refused
+  '3D000': unavailable, //   invalid catalog name: the database is gone (dropped, being restored)
+  '53': unavailable, //      insufficient resources: too many connections, out of memory or disk
+  '55000': unavailable, //   object not in prerequisite state: ALLOW_CONNECTIONS false
+  '57P': unavailable, //     operator intervention: shutdown, terminated backend, starting up
+  '58': unavailable, //      system error: I/O error on the server
+  '25006': unavailable, //   read-only transaction: a write reached a standby during a fail-over
+  // The store cancelled a statement that ran past the statement timeout.
+  '57014': () => apiError('QUERY_TIMEOUT'),
+  // The request raced another one; the same request will succeed when retried.
+  '40001': () => apiError('CONCURRENT_WRITE'),
+  '40P01': () => apiError('CONCURRENT_WRITE'),
+  // Integrity constraints a sent value broke.
+  '23505': (error, body) => apiError('CONFLICT', ...violatedField(error, body)),
+  '23503': (error, body) => apiError('INVALID_REFERENCE', ...violatedField(error, body)),
+  '23502': () => apiError('INVALID_BODY', 'A required value is missing.'),
+  '23514': () => apiError('INVALID_BODY', 'A value is outside the allowed set.'),
+  // Data exception: a sent value does not fit its column (bad number, date, regex...).
+  '22': passThrough(400),
+  // No operator fits the column's type, e.g. `like` on a uuid: PostgREST answers 404.
+  '42883': passThrough(404),
+  // Insufficient privilege: the service's roles or grants are wrong, not the request.
+  '42501': serviceFault,
+  // Syntax error or access rule violation from the request's text, e.g. an `fts` query that is
+  // not valid tsquery syntax (42601): PostgREST answers class 42 with 400.
+  '42': passThrough(400),
+};
+
+/** The answer to a failure of the store, or null when it is the service's own fault (a 500). */
+export function databaseErrorToApiError(error: unknown, body: unknown = null): ApiError | null {
+  if (error instanceof StoreBusyError) return apiError('DATABASE_BUSY', error.waitedMs);
+  if (error instanceof StoreUnavailableError) return apiError('DATABASE_UNAVAILABLE');
+  if (!isDatabaseError(error)) return null;
+  const answer = SQLSTATE_ANSWERS[error.code] ?? SQLSTATE_ANSWERS[error.code.slice(0, 3)] ?? SQLSTATE_ANSWERS[error.code.slice(0, 2)];
+  return answer ? answer(error, body) : null;
+}
