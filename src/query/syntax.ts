@@ -1,4 +1,7 @@
-/** The syntax tree of a read request, as parsed from the query string and headers. */
+/**
+ * The syntax tree of a read request, as parsed from the query string (src/query/query-params.ts)
+ * and the Range, Prefer and Accept headers (range.ts, preferences.ts, media-types.ts).
+ */
 export interface JsonStep {
   readonly arrow: '->' | '->>';
   readonly key: string;
@@ -70,7 +73,6 @@ export interface ReadSyntax {
   /** `Range: first-last` or `first-` (last null); null when absent or not of those forms. */
   readonly rangeHeader: { readonly first: number; readonly last: number | null } | null;
   readonly count: CountPreference | null;
-  readonly strictHandling: boolean;
   readonly preferenceApplied: readonly string[];
   /** `Accept: application/vnd.pgrst.object+json`: one object instead of an array. */
   readonly singular: boolean;
