@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
-import { ApiError } from '../errors.ts';
+import { apiError } from '../errors.ts';
 import { executeRead } from '../query/execute.ts';
 import { planRead } from '../query/plan.ts';
 import { parseReadRequest } from '../query/read-request.ts';
@@ -88,9 +88,8 @@ function readHandler(db: Database, resource: Resource, plannedCounts: boolean) {
 }
 
 function methodNotAllowed(allow: string) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    reply.header('allow', allow);
-    throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed here.`, null, `Allowed: ${allow}.`);
+  return async (request: FastifyRequest) => {
+    throw apiError('METHOD_NOT_ALLOWED', request.method, allow).withHeaders({ allow });
   };
 }
 
@@ -113,7 +112,6 @@ export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; l
   }
   app.all('/v1/:resource', { schema: { hide: true } }, async (request) => {
     const { resource } = request.params as { resource: string };
-    throw new ApiError(404, 'PGRST205', `Could not find the resource '${resource}'`, null,
-      `The resources are: ${resources.map((r) => r.name).join(', ')}.`);
+    throw apiError('PGRST205', resource, resources.map((r) => r.name));
   });
 }
