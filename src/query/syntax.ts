@@ -22,9 +22,10 @@ export type QuantifiableOperator = (typeof quantifiableOperators)[number];
 export type SimpleOperator = (typeof simpleOperators)[number];
 export type FtsOperator = (typeof ftsOperators)[number];
 export type IsValue = (typeof isValues)[number];
+export type ComparisonOperator = QuantifiableOperator | SimpleOperator;
 
 export type Operation =
-  | { readonly kind: 'compare'; readonly op: QuantifiableOperator | SimpleOperator; readonly quantifier: 'any' | 'all' | null; readonly value: string }
+  | { readonly kind: 'compare'; readonly op: ComparisonOperator; readonly quantifier: 'any' | 'all' | null; readonly value: string }
   | { readonly kind: 'in'; readonly values: readonly string[] }
   | { readonly kind: 'is'; readonly value: IsValue }
   | { readonly kind: 'fts'; readonly op: FtsOperator; readonly language: string | null; readonly value: string };
