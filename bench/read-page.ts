@@ -3,7 +3,7 @@
  * postgres.js at the same concurrency, versus the whole service over HTTP.
  */
 import postgres from 'postgres';
-import { parseReadRequest } from '../src/query/parse.ts';
+import { parseReadRequest } from '../src/query/read-request.ts';
 import { planRead } from '../src/query/plan.ts';
 import { buildPageStatement } from '../src/query/sql.ts';
 import { resourcesByName } from '../src/resources/registry.ts';

@@ -77,7 +77,7 @@ export const ERRORS = {
   PGRST205: define({
     status: 404, when: 'No resource of that name.',
     text: (resource: string, known: readonly string[]) => ({
-      message: `Could not find the resource '${resource}'`, hint: `The resources are: ${known.join(', ')}.`,
+      message: `Could not find the resource '${resource}'`, details: `The resources are: ${known.join(', ')}.`,
     }),
   }),
   '42703': define({

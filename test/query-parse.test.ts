@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ApiError } from '../src/errors.ts';
-import { decodeQueryString, parseFilter, parseLogicTree, parseOrder, parseReadRequest, parseSelect } from '../src/query/parse.ts';
+import { parseFilter, parseLogicTree } from '../src/query/filters.ts';
+import { parseOrder, parseSelect } from '../src/query/query-params.ts';
+import { decodeQueryString } from '../src/query/query-string.ts';
+import { parseReadRequest } from '../src/query/read-request.ts';
 import { planPage } from '../src/query/plan.ts';
 
 const field = (name: string) => ({ name, jsonPath: [] });

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseReadRequest } from '../src/query/parse.ts';
+import { parseReadRequest } from '../src/query/read-request.ts';
 import { planRead } from '../src/query/plan.ts';
 import {
   type Statement, buildCountStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,

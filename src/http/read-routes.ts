@@ -1,17 +1,19 @@
 /**
- * GET/HEAD /v1/<resource> for the 14 resources: parse → plan → SQL → PostgreSQL's JSON out.
- * The query string is parsed from the raw URL by src/query/parse.ts, not by Fastify, because
- * PostgREST's grammar decides how keys repeat and how `+` and escapes decode.
+ * GET/HEAD /v1/<resource> for the 14 resources: parse → plan → execute → status and headers
+ * (src/http/read-response.ts) → PostgreSQL's JSON out. The query string is decoded from the raw
+ * URL by src/query/query-string.ts, not by Fastify, because PostgREST's grammar decides how keys
+ * repeat and how `+` and escapes decode.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
-import { ApiError } from '../errors.ts';
-import { parseReadRequest } from '../query/parse.ts';
+import { apiError } from '../errors.ts';
+import { executeRead } from '../query/execute.ts';
 import { planRead } from '../query/plan.ts';
-import { runRead } from '../query/run.ts';
+import { parseReadRequest } from '../query/read-request.ts';
 import { type Resource, resources, writableResources } from '../resources/registry.ts';
 import { errorResponse, rowSchema } from './openapi.ts';
 import type { RateLimitHooks } from './rate-limits.ts';
+import { readResponseHead } from './read-response.ts';
 
 const READ_METHODS = 'GET, HEAD';
 const WRITE_METHODS = 'GET, HEAD, POST, PUT, PATCH';
@@ -74,20 +76,20 @@ function readHandler(db: Database, resource: Resource, plannedCounts: boolean) {
       method: head ? 'HEAD' : 'GET',
     });
     const plan = planRead(resource, syntax);
-    const response = await runRead(db, request.principal, plan, {
+    const result = await executeRead(db, request.principal, plan, {
       head,
       plannedCounts,
       onLateError: (error) => request.log.error({ err: error }, 'streaming a page failed; the response was aborted'),
     });
-    reply.code(response.status).headers(response.headers);
-    return reply.send(head ? undefined : response.body);
+    const { status, headers } = readResponseHead(plan, result);
+    reply.code(status).headers(headers);
+    return reply.send(head ? undefined : result.body);
   };
 }
 
 function methodNotAllowed(allow: string) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    reply.header('allow', allow);
-    throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed here.`, null, `Allowed: ${allow}.`);
+  return async (request: FastifyRequest) => {
+    throw apiError('METHOD_NOT_ALLOWED', request.method, allow).withHeaders({ allow });
   };
 }
 
@@ -110,7 +112,6 @@ export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; l
   }
   app.all('/v1/:resource', { schema: { hide: true } }, async (request) => {
     const { resource } = request.params as { resource: string };
-    throw new ApiError(404, 'PGRST205', `Could not find the resource '${resource}'`, null,
-      `The resources are: ${resources.map((r) => r.name).join(', ')}.`);
+    throw apiError('PGRST205', resource, resources.map((r) => r.name));
   });
 }

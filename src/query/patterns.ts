@@ -6,10 +6,11 @@
  */
 import { type ApiError, apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
+import type { ComparisonOperator } from './syntax.ts';
 
-export const PATTERN_OPERATORS: ReadonlySet<string> = new Set(['like', 'ilike', 'match', 'imatch']);
+export const PATTERN_OPERATORS: ReadonlySet<ComparisonOperator> = new Set(['like', 'ilike', 'match', 'imatch']);
 
-const REGEX_OPERATORS: ReadonlySet<string> = new Set(['match', 'imatch']);
+const REGEX_OPERATORS: ReadonlySet<ComparisonOperator> = new Set(['match', 'imatch']);
 
 const patternTooComplex = (op: string, pattern: string, reason: string): ApiError => apiError('PATTERN_TOO_COMPLEX', op, pattern, reason);
 
@@ -118,7 +119,7 @@ export function regexComplaint(pattern: string): string | null {
  * the length cap: PostgreSQL's LIKE matcher gives up as soon as the text runs out (16 wildcards
  * over a 1,000-character résumé: 1 ms).
  */
-export function checkPattern(op: string, value: string, quantified: boolean): void {
+export function checkPattern(op: ComparisonOperator, value: string, quantified: boolean): void {
   for (const pattern of quantified ? arrayLiteralElements(value) : [value]) {
     if (pattern.length > LIMITS.maxPatternLength) {
       throw patternTooComplex(op, pattern, `it is longer than ${LIMITS.maxPatternLength} characters`);

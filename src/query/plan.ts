@@ -3,10 +3,9 @@
  * so the SQL builder only ever writes identifiers the registry holds. Also settles the page to
  * read from `limit`, `offset` and the Range header, as PostgREST does.
  */
-import { type ApiError, apiError } from '../errors.ts';
+import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { Column, Resource } from '../resources/registry.ts';
-import { notEmbedded, tooComplex } from './parse.ts';
 import { PATTERN_OPERATORS, checkPattern } from './patterns.ts';
 import type { Condition, CountPreference, FieldRef, JsonStep, Operation, ReadSyntax } from './syntax.ts';
 
@@ -53,8 +52,6 @@ const CAST_TYPES: Readonly<Record<string, string>> = {
   jsonb: 'jsonb', _text: 'text[]', _int4: 'integer[]', _uuid: 'uuid[]',
 };
 
-export const rangeError = (details: string): ApiError => apiError('PGRST103', details);
-
 function resolveField(resource: Resource, field: FieldRef): PlannedField {
   const column = resource.columnsByName.get(field.name);
   if (!column) {
@@ -95,7 +92,7 @@ function planOutput(resource: Resource, syntax: ReadSyntax): OutputColumn[] {
     }
     output.push({ key: item.alias ?? outputKey(item.field), field: resolveField(resource, item.field), cast });
   }
-  if (output.length > LIMITS.maxOutputColumns) throw tooComplex(`select yields more than ${LIMITS.maxOutputColumns} columns`);
+  if (output.length > LIMITS.maxOutputColumns) throw apiError('QUERY_TOO_COMPLEX', `select yields more than ${LIMITS.maxOutputColumns} columns`);
   return output;
 }
 
@@ -103,16 +100,16 @@ function planOutput(resource: Resource, syntax: ReadSyntax): OutputColumn[] {
 export function planPage(syntax: Pick<ReadSyntax, 'limit' | 'offset' | 'rangeHeader'>): ReadPlan['page'] {
   const header = syntax.rangeHeader;
   if (header && header.last !== null && header.first > header.last) {
-    throw rangeError('The lower boundary must be lower than or equal to the upper boundary in the Range header.');
+    throw apiError('PGRST103', 'The lower boundary must be lower than or equal to the upper boundary in the Range header.');
   }
-  if (syntax.limit !== null && syntax.limit < 0) throw rangeError('Limit should be greater than or equal to zero.');
+  if (syntax.limit !== null && syntax.limit < 0) throw apiError('PGRST103', 'Limit should be greater than or equal to zero.');
   if (syntax.limit === 0) return { offset: 0, limit: 0 };
   const offset = Math.max(0, syntax.offset ?? 0);
   const upperFromQuery = syntax.limit === null ? Infinity : offset + syntax.limit - 1;
   const lower = Math.max(offset, header?.first ?? 0);
   const upper = Math.min(upperFromQuery, header?.last ?? Infinity);
   if (lower > upper) {
-    throw rangeError(header
+    throw apiError('PGRST103', header
       ? 'The lower boundary must be lower than or equal to the upper boundary in the Range header.'
       : 'Limit should be greater than or equal to zero.');
   }
@@ -121,7 +118,7 @@ export function planPage(syntax: Pick<ReadSyntax, 'limit' | 'offset' | 'rangeHea
 
 export function planRead(resource: Resource, syntax: ReadSyntax): ReadPlan {
   const firstEmbed = syntax.embedReferences[0];
-  if (firstEmbed) throw notEmbedded(firstEmbed.path[0], firstEmbed.parameter);
+  if (firstEmbed) throw apiError('PGRST108', firstEmbed.path[0], firstEmbed.parameter);
   return {
     resource,
     output: planOutput(resource, syntax),

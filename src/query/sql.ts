@@ -5,6 +5,7 @@
  */
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { OutputColumn, PlannedCondition, PlannedField, ReadPlan } from './plan.ts';
+import type { ComparisonOperator, FtsOperator, IsValue, Operation } from './syntax.ts';
 
 export interface Statement {
   readonly text: string;
@@ -21,12 +22,17 @@ class Parameters {
 
 const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
-const COMPARISON_SQL: Readonly<Record<string, string>> = {
+// Keyed by every operator and value the syntax has, so one without SQL does not compile.
+const COMPARISON_SQL: Readonly<Record<ComparisonOperator, string>> = {
   eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=', like: 'LIKE', ilike: 'ILIKE', match: '~', imatch: '~*',
   cs: '@>', cd: '<@', ov: '&&', sl: '<<', sr: '>>', nxr: '&<', nxl: '&>', adj: '-|-', isdistinct: 'IS DISTINCT FROM',
 };
-const IS_SQL = { null: 'IS NULL', not_null: 'IS NOT NULL', true: 'IS TRUE', false: 'IS FALSE', unknown: 'IS UNKNOWN' } as const;
-const TSQUERY_FUNCTION = { fts: 'to_tsquery', plfts: 'plainto_tsquery', phfts: 'phraseto_tsquery', wfts: 'websearch_to_tsquery' } as const;
+const IS_SQL: Readonly<Record<IsValue, string>> = {
+  null: 'IS NULL', not_null: 'IS NOT NULL', true: 'IS TRUE', false: 'IS FALSE', unknown: 'IS UNKNOWN',
+};
+const TSQUERY_FUNCTION: Readonly<Record<FtsOperator, string>> = {
+  fts: 'to_tsquery', plfts: 'plainto_tsquery', phfts: 'phraseto_tsquery', wfts: 'websearch_to_tsquery',
+};
 
 function fieldSql(field: PlannedField, params: Parameters): string {
   let sql = quoteIdentifier(field.column.name);
@@ -39,41 +45,34 @@ function fieldSql(field: PlannedField, params: Parameters): string {
   return sql;
 }
 
-function conditionSql(condition: PlannedCondition, params: Parameters): string {
-  let sql: string;
-  if (condition.kind === 'tree') {
-    sql = `(${condition.children.map((c) => conditionSql(c, params)).join(condition.op === 'and' ? ' AND ' : ' OR ')})`;
-  } else {
-    const field = fieldSql(condition.field, params);
-    const operation = condition.operation;
-    switch (operation.kind) {
-      case 'compare': {
-        const wildcard = operation.op === 'like' || operation.op === 'ilike';
-        const value = params.add(wildcard ? operation.value.replace(/\*/g, '%') : operation.value);
-        const operator = COMPARISON_SQL[operation.op];
-        sql = operation.quantifier
-          ? `${field} ${operator} ${operation.quantifier.toUpperCase()}(${value})`
-          : `${field} ${operator} ${value}`;
-        break;
-      }
-      case 'in':
-        sql = `${field} = ANY(${params.add(arrayLiteral(operation.values))})`;
-        break;
-      case 'is':
-        sql = `${field} ${IS_SQL[operation.value]}`;
-        break;
-      case 'fts': {
-        const query = TSQUERY_FUNCTION[operation.op];
-        if (operation.language === null) {
-          sql = `to_tsvector(${field}) @@ ${query}(${params.add(operation.value)})`;
-        } else {
-          const language = `${params.add(operation.language)}::regconfig`;
-          sql = `to_tsvector(${language}, ${field}) @@ ${query}(${language}, ${params.add(operation.value)})`;
-        }
-        break;
-      }
+/** One operation on `field`; a switch over every kind, so a new kind without SQL does not compile. */
+function operationSql(field: string, operation: Operation, params: Parameters): string {
+  switch (operation.kind) {
+    case 'compare': {
+      const wildcard = operation.op === 'like' || operation.op === 'ilike';
+      const value = params.add(wildcard ? operation.value.replace(/\*/g, '%') : operation.value);
+      const operator = COMPARISON_SQL[operation.op];
+      return operation.quantifier
+        ? `${field} ${operator} ${operation.quantifier.toUpperCase()}(${value})`
+        : `${field} ${operator} ${value}`;
+    }
+    case 'in':
+      return `${field} = ANY(${params.add(arrayLiteral(operation.values))})`;
+    case 'is':
+      return `${field} ${IS_SQL[operation.value]}`;
+    case 'fts': {
+      const query = TSQUERY_FUNCTION[operation.op];
+      if (operation.language === null) return `to_tsvector(${field}) @@ ${query}(${params.add(operation.value)})`;
+      const language = `${params.add(operation.language)}::regconfig`;
+      return `to_tsvector(${language}, ${field}) @@ ${query}(${language}, ${params.add(operation.value)})`;
     }
   }
+}
+
+function conditionSql(condition: PlannedCondition, params: Parameters): string {
+  const sql = condition.kind === 'tree'
+    ? `(${condition.children.map((c) => conditionSql(c, params)).join(condition.op === 'and' ? ' AND ' : ' OR ')})`
+    : operationSql(fieldSql(condition.field, params), condition.operation, params);
   return condition.negated ? `NOT ${sql}` : sql;
 }
 

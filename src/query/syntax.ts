@@ -1,4 +1,7 @@
-/** The syntax tree of a read request, as parsed from the query string and headers. */
+/**
+ * The syntax tree of a read request, as parsed from the query string (src/query/query-params.ts)
+ * and the Range, Prefer and Accept headers (range.ts, preferences.ts, media-types.ts).
+ */
 export interface JsonStep {
   readonly arrow: '->' | '->>';
   readonly key: string;
@@ -19,9 +22,10 @@ export type QuantifiableOperator = (typeof quantifiableOperators)[number];
 export type SimpleOperator = (typeof simpleOperators)[number];
 export type FtsOperator = (typeof ftsOperators)[number];
 export type IsValue = (typeof isValues)[number];
+export type ComparisonOperator = QuantifiableOperator | SimpleOperator;
 
 export type Operation =
-  | { readonly kind: 'compare'; readonly op: QuantifiableOperator | SimpleOperator; readonly quantifier: 'any' | 'all' | null; readonly value: string }
+  | { readonly kind: 'compare'; readonly op: ComparisonOperator; readonly quantifier: 'any' | 'all' | null; readonly value: string }
   | { readonly kind: 'in'; readonly values: readonly string[] }
   | { readonly kind: 'is'; readonly value: IsValue }
   | { readonly kind: 'fts'; readonly op: FtsOperator; readonly language: string | null; readonly value: string };
@@ -70,7 +74,6 @@ export interface ReadSyntax {
   /** `Range: first-last` or `first-` (last null); null when absent or not of those forms. */
   readonly rangeHeader: { readonly first: number; readonly last: number | null } | null;
   readonly count: CountPreference | null;
-  readonly strictHandling: boolean;
   readonly preferenceApplied: readonly string[];
   /** `Accept: application/vnd.pgrst.object+json`: one object instead of an array. */
   readonly singular: boolean;

@@ -1,6 +1,7 @@
 /**
- * Runs a read plan in the caller's scope and describes the HTTP answer: status, headers and a
- * body that is PostgreSQL's JSON text, either whole or streamed from a cursor in batches.
+ * Runs a read plan in the caller's scope and returns what was read: the page's row count, the
+ * total a count preference asked for, and the body as PostgreSQL's JSON text, either whole or
+ * streamed from a cursor in batches. The HTTP answer (status, headers) is src/http/read-response.ts's.
  */
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
@@ -8,8 +9,7 @@ import type { Database, Scope } from '../db/database.ts';
 import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
-import { SINGULAR_MEDIA_TYPE } from './parse.ts';
-import { type ReadPlan, rangeError } from './plan.ts';
+import type { ReadPlan } from './plan.ts';
 import {
   PAGE_CURSOR, buildCountStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
 } from './sql.ts';
@@ -22,15 +22,16 @@ const BUFFERED_PAGE_MAX_ROWS = 1_000;
  */
 const STREAM_BATCH_ROWS = 100;
 
-export interface ReadResponse {
-  readonly status: number;
-  readonly headers: Record<string, string>;
-  readonly body: string | Readable | null;
+interface PageSize {
+  /** Rows in the page. */
+  readonly rows: number;
+  /** The total the count preference asked for; null when none was asked for. */
+  readonly total: number | null;
 }
 
-interface PageSize {
-  readonly rows: number;
-  readonly total: number | null;
+export interface ReadResult extends PageSize {
+  /** The page as JSON text (one object for a single object); null for HEAD. */
+  readonly body: string | Readable | null;
 }
 
 async function plannedTotal(tx: Queryable, plan: ReadPlan): Promise<number> {
@@ -73,28 +74,11 @@ async function totalOf(tx: Queryable, plan: ReadPlan, options: ReadOptions): Pro
   return { total: await estimatedTotal(tx, plan), exact: false };
 }
 
-/** Status and headers from the rows returned and the total, by the reference's rules (4.5). */
-function describePage(plan: ReadPlan, size: PageSize): { status: number; headers: Record<string, string> } {
-  const lower = plan.page.offset;
-  const rangePart = size.rows > 0 && size.total !== 0 ? `${lower}-${lower + size.rows - 1}` : '*';
-  const totalPart = size.total === null ? '*' : String(size.total);
-  if (size.total !== null && lower > size.total) {
-    throw rangeError(`An offset of ${lower} was requested, but there are only ${size.total} rows.`).withHeaders({ 'content-range': `*/${totalPart}` });
-  }
-  const headers: Record<string, string> = {
-    'content-type': 'application/json; charset=utf-8',
-    'content-range': `${rangePart}/${totalPart}`,
-  };
-  if (plan.preferenceApplied.length > 0) headers['preference-applied'] = plan.preferenceApplied.join(', ');
-  const status = size.total !== null && size.rows < size.total ? 206 : 200;
-  return { status, headers };
-}
-
 /**
  * A single object (`Accept: application/vnd.pgrst.object+json`): the page is read with at most
  * two rows; only when more than one row matches is the number counted for the error.
  */
-async function readSingular(tx: Queryable, plan: ReadPlan, head: boolean): Promise<ReadResponse> {
+async function readSingular(tx: Queryable, plan: ReadPlan, head: boolean): Promise<ReadResult> {
   const twoAtMost: ReadPlan = { ...plan, page: { ...plan.page, limit: Math.min(plan.page.limit, 2) } };
   const statement = buildPageStatement(twoAtMost, { exactCount: false, body: !head });
   const [row] = await tx.query<{ page_total: number; body: string | null }>(statement.text, statement.params);
@@ -102,18 +86,16 @@ async function readSingular(tx: Queryable, plan: ReadPlan, head: boolean): Promi
     const rows = row.page_total === 0 ? 0 : Math.min(plan.page.limit, (await countedTotal(tx, plan, plan.page.offset + plan.page.limit)) - plan.page.offset);
     throw apiError('PGRST116', rows);
   }
-  const { status, headers } = describePage(plan, { rows: 1, total: null });
-  return { status, headers: { ...headers, 'content-type': `${SINGULAR_MEDIA_TYPE}; charset=utf-8` }, body: head ? null : row.body };
+  return { rows: 1, total: null, body: head ? null : row.body };
 }
 
-async function readWhole(tx: Queryable, plan: ReadPlan, options: ReadOptions): Promise<ReadResponse> {
+async function readWhole(tx: Queryable, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
   // An exact total is counted in the page's own statement.
   const exactCount = countsExactly(plan, options);
   const estimated = exactCount ? null : (await totalOf(tx, plan, options)).total;
   const statement = buildPageStatement(plan, { exactCount, body: !options.head });
   const [row] = await tx.query<{ total: string | null; page_total: number; body: string | null }>(statement.text, statement.params);
-  const size = { rows: row.page_total, total: exactCount ? Number(row.total) : estimated };
-  return { ...describePage(plan, size), body: options.head ? null : row.body };
+  return { rows: row.page_total, total: exactCount ? Number(row.total) : estimated, body: options.head ? null : row.body };
 }
 
 async function measureStreamedPage(tx: Queryable, plan: ReadPlan, options: ReadOptions): Promise<PageSize> {
@@ -155,21 +137,20 @@ const PREMATURE_CLOSE = 'ERR_STREAM_PREMATURE_CLOSE';
  * until the stream ends. A failure after the status line destroys the body stream, so the
  * client sees an aborted transfer (no closing `]`, no last chunk), and reaches `onLateError`.
  */
-function readStreamed(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResponse> {
+function readStreamed(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
   return new Promise((resolve, reject) => {
     let answered = false;
-    const answer = (response: ReadResponse) => {
+    const answer = (result: ReadResult) => {
       answered = true;
-      resolve(response);
+      resolve(result);
     };
     db.asPartner(scope, async (tx) => {
       const size = await measureStreamedPage(tx, plan, options);
-      const described = describePage(plan, size);
-      if (options.head || size.rows === 0) return answer({ ...described, body: options.head ? null : '[]' });
+      if (options.head || size.rows === 0) return answer({ ...size, body: options.head ? null : '[]' });
       const cursor = buildCursorStatement(plan);
       await tx.query(cursor.text, cursor.params);
       const body = Readable.from(streamedRows(tx, await fetchBatch(tx)), { objectMode: false });
-      answer({ ...described, body });
+      answer({ ...size, body });
       await finished(body).catch((error: { code?: unknown }) => {
         if (error.code !== PREMATURE_CLOSE) throw error;
       });
@@ -177,7 +158,7 @@ function readStreamed(db: Database, scope: Scope, plan: ReadPlan, options: ReadO
   });
 }
 
-export function runRead(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResponse> {
+export function executeRead(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
   if (plan.singular) return db.asPartner(scope, (tx) => readSingular(tx, plan, options.head), { readOnly: true });
   if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, options);
   return db.asPartner(scope, (tx) => readWhole(tx, plan, options), { readOnly: true });

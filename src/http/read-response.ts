@@ -1,0 +1,32 @@
+/**
+ * What a read answers over HTTP, from what was read: the status (200, or 206 for a partial page
+ * of a counted total, or 416 for an offset past the total), Content-Range, Preference-Applied
+ * and Content-Type. PostgREST's rules (docs/api.md, "Reading": Pages, Counts, One object).
+ */
+import { apiError } from '../errors.ts';
+import type { ReadResult } from '../query/execute.ts';
+import { SINGULAR_MEDIA_TYPE } from '../query/media-types.ts';
+import type { ReadPlan } from '../query/plan.ts';
+
+export interface ReadResponseHead {
+  readonly status: 200 | 206;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export function readResponseHead(plan: ReadPlan, result: Pick<ReadResult, 'rows' | 'total'>): ReadResponseHead {
+  const lower = plan.page.offset;
+  const rangePart = result.rows > 0 && result.total !== 0 ? `${lower}-${lower + result.rows - 1}` : '*';
+  const totalPart = result.total === null ? '*' : String(result.total);
+  if (result.total !== null && lower > result.total) {
+    throw apiError('PGRST103', `An offset of ${lower} was requested, but there are only ${result.total} rows.`)
+      .withHeaders({ 'content-range': `*/${totalPart}` });
+  }
+  const mediaType = plan.singular ? SINGULAR_MEDIA_TYPE : 'application/json';
+  const headers: Record<string, string> = {
+    'content-type': `${mediaType}; charset=utf-8`,
+    'content-range': `${rangePart}/${totalPart}`,
+  };
+  if (plan.preferenceApplied.length > 0) headers['preference-applied'] = plan.preferenceApplied.join(', ');
+  const status = result.total !== null && result.rows < result.total ? 206 : 200;
+  return { status, headers };
+}

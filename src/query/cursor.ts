@@ -1,0 +1,129 @@
+/**
+ * The reader every query-parameter grammar shares: a cursor over one parameter's text, and the
+ * lexical pieces (names, quoted names, JSON paths) that filters, select and order all use.
+ * Positions feed PGRST100's message, as PostgREST's parser reports them.
+ */
+import { apiError } from '../errors.ts';
+import type { FieldRef, JsonStep } from './syntax.ts';
+
+export class Cursor {
+  pos = 0;
+  constructor(readonly text: string, readonly what: string, readonly shown: string = text, readonly shownOffset = 0) {}
+
+  get done(): boolean {
+    return this.pos >= this.text.length;
+  }
+  peek(ahead = 0): string {
+    return this.text[this.pos + ahead] ?? '';
+  }
+  startsWith(s: string): boolean {
+    return this.text.startsWith(s, this.pos);
+  }
+  take(s: string): boolean {
+    if (!this.startsWith(s)) return false;
+    this.pos += s.length;
+    return true;
+  }
+  expect(s: string): void {
+    if (!this.take(s)) this.fail(`"${s}"`);
+  }
+  skipSpaces(): void {
+    while (this.peek() === ' ') this.pos++;
+  }
+  rest(): string {
+    const value = this.text.slice(this.pos);
+    this.pos = this.text.length;
+    return value;
+  }
+  fail(expecting: string): never {
+    const found = this.done ? 'end of input' : `"${this.peek()}"`;
+    throw apiError('PGRST100', this.what, this.shown, this.pos + this.shownOffset, `unexpected ${found} expecting ${expecting}`);
+  }
+  expectEnd(): void {
+    if (!this.done) this.fail('end of input');
+  }
+}
+
+const identifierChar = /[\p{L}\p{N}_$ ]/u;
+
+/** A field name: identifier characters joined by single dashes, or a double-quoted name. */
+export function readName(c: Cursor): string {
+  if (c.peek() === '"') return readQuoted(c);
+  const start = c.pos;
+  while (!c.done) {
+    const ch = c.peek();
+    if (identifierChar.test(ch)) c.pos++;
+    else if (ch === '-' && c.peek(1) !== '>' && c.pos > start) c.pos++;
+    else break;
+  }
+  const name = c.text.slice(start, c.pos).trim();
+  if (!name) {
+    c.pos = start;
+    c.fail('field name');
+  }
+  return name;
+}
+
+/** `"…"` with `\x` meaning x for any character. */
+export function readQuoted(c: Cursor): string {
+  c.expect('"');
+  let value = '';
+  for (;;) {
+    if (c.done) c.fail('closing quote');
+    const ch = c.peek();
+    c.pos++;
+    if (ch === '"') return value;
+    if (ch === '\\') {
+      if (c.done) c.fail('escaped character');
+      value += c.peek();
+      c.pos++;
+    } else value += ch;
+  }
+}
+
+const jsonKeyStop = new Set(['(', ')', ':', '.', ',', '>']);
+
+export function readJsonPath(c: Cursor): JsonStep[] {
+  const steps: JsonStep[] = [];
+  while (c.startsWith('->')) {
+    const arrow = c.take('->>') ? '->>' : (c.take('->'), '->');
+    let key: string;
+    if (c.peek() === '"') key = readQuoted(c);
+    else {
+      const start = c.pos;
+      while (!c.done && !jsonKeyStop.has(c.peek()) && !(c.peek() === '-' && c.peek(1) === '>' && c.pos > start)) c.pos++;
+      key = c.text.slice(start, c.pos);
+      if (!key) c.fail('JSON key or array index');
+    }
+    steps.push({ arrow, key, isIndex: /^-?\d+$/.test(key) });
+  }
+  return steps;
+}
+
+export function readField(c: Cursor): FieldRef {
+  const name = readName(c);
+  return { name, jsonPath: readJsonPath(c) };
+}
+
+/** The comma-separated parts of `select` or `order`; commas inside quotes or parentheses stay. */
+export function splitTopLevel(text: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let quoted = false;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '\\') i++;
+      else if (ch === '"') quoted = false;
+    } else if (ch === '"') quoted = true;
+    else if (ch === '(') depth++;
+    else if (ch === ')') depth--;
+    else if (ch === ',' && depth === 0) {
+      parts.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  parts.push(text.slice(start));
+  return parts;
+}

@@ -1,0 +1,166 @@
+/**
+ * The grammar of filters (`col=op.value`), logic trees (`or=(…)`, `not.and=(…)`) and filter keys.
+ * PostgREST's value syntaxes: a top-level value runs to the end of the parameter, a tree value to
+ * the next `,` or `)` unless quoted or a `{…}` literal, and an in-list is its own list syntax.
+ */
+import { apiError } from '../errors.ts';
+import { LIMITS } from '../limits.ts';
+import { Cursor, readField, readJsonPath, readName, readQuoted } from './cursor.ts';
+import {
+  type Condition, type FieldRef, type Filter, type FtsOperator, type IsValue, type LogicTree, type Operation,
+  type QuantifiableOperator, type SimpleOperator,
+  ftsOperators, isValues, quantifiableOperators, simpleOperators,
+} from './syntax.ts';
+
+const isOneOf = <T extends string>(values: readonly T[], word: string): word is T => (values as readonly string[]).includes(word);
+
+/** Operators are lower-case words; the set is fixed, so anything else is a parse error. */
+function readOperation(c: Cursor, inTree: boolean): Operation {
+  const start = c.pos;
+  while (/[a-z]/.test(c.peek())) c.pos++;
+  const op = c.text.slice(start, c.pos);
+  const readValue = () => (inTree ? readTreeValue(c) : c.rest());
+  if (op === 'in') {
+    c.expect('.');
+    return { kind: 'in', values: readList(c) };
+  }
+  if (op === 'is') {
+    c.expect('.');
+    const valueStart = c.pos;
+    const value = readValue().toLowerCase();
+    if (!isOneOf<IsValue>(isValues, value)) {
+      c.pos = valueStart;
+      return c.fail('null or not_null or true or false or unknown');
+    }
+    return { kind: 'is', value };
+  }
+  if (isOneOf<FtsOperator>(ftsOperators, op)) {
+    let language: string | null = null;
+    if (c.take('(')) {
+      const langStart = c.pos;
+      while (!c.done && c.peek() !== ')') c.pos++;
+      language = c.text.slice(langStart, c.pos);
+      c.expect(')');
+    }
+    c.expect('.');
+    return { kind: 'fts', op, language, value: readValue() };
+  }
+  if (isOneOf<QuantifiableOperator>(quantifiableOperators, op)) {
+    let quantifier: 'any' | 'all' | null = null;
+    if (c.take('(any)')) quantifier = 'any';
+    else if (c.take('(all)')) quantifier = 'all';
+    c.expect('.');
+    return { kind: 'compare', op, quantifier, value: readValue() };
+  }
+  if (isOneOf<SimpleOperator>(simpleOperators, op)) {
+    c.expect('.');
+    return { kind: 'compare', op, quantifier: null, value: readValue() };
+  }
+  c.pos = start;
+  return c.fail('"not" or operator (eq, gt, ...)');
+}
+
+/** `in.(a,"b,c",d)`: whitespace right after `(` is skipped, everything else is data. */
+function readList(c: Cursor): string[] {
+  c.expect('(');
+  c.skipSpaces();
+  const values: string[] = [];
+  if (c.take(')')) return values;
+  for (;;) {
+    if (c.peek() === '"') {
+      values.push(readQuoted(c));
+      if (c.peek() !== ',' && c.peek() !== ')') c.fail('"," or ")"');
+    } else {
+      const start = c.pos;
+      while (!c.done && c.peek() !== ',' && c.peek() !== ')') c.pos++;
+      values.push(c.text.slice(start, c.pos));
+    }
+    if (values.length > LIMITS.maxListValues) {
+      throw apiError('QUERY_TOO_COMPLEX', `an in-list holds more than ${LIMITS.maxListValues} values`);
+    }
+    if (c.take(')')) break;
+    c.expect(',');
+  }
+  // PostgREST reads `in.("")` as the empty list.
+  return values.length === 1 && values[0] === '' ? [] : values;
+}
+
+/** A value inside `or=(…)`: quoted, a `{…}` literal kept whole, or up to the next `,` or `)`. */
+function readTreeValue(c: Cursor): string {
+  if (c.peek() === '"') {
+    const value = readQuoted(c);
+    if (c.peek() !== ',' && c.peek() !== ')') c.fail('"," or ")"');
+    return value;
+  }
+  const start = c.pos;
+  if (c.peek() === '{') {
+    while (!c.done && c.peek() !== '}') c.pos++;
+    c.expect('}');
+    return c.text.slice(start, c.pos);
+  }
+  while (!c.done && c.peek() !== ',' && c.peek() !== ')') c.pos++;
+  return c.text.slice(start, c.pos);
+}
+
+function readFilterOperation(c: Cursor, inTree: boolean): { negated: boolean; operation: Operation } {
+  const negated = c.take('not.');
+  return { negated, operation: readOperation(c, inTree) };
+}
+
+function readTreeItems(c: Cursor, depth: number): Condition[] {
+  if (depth > LIMITS.maxTreeDepth) {
+    throw apiError('QUERY_TOO_COMPLEX', `logic trees nest deeper than ${LIMITS.maxTreeDepth} levels`);
+  }
+  c.skipSpaces();
+  c.expect('(');
+  const items: Condition[] = [];
+  for (;;) {
+    c.skipSpaces();
+    items.push(readTreeItem(c, depth));
+    c.skipSpaces();
+    if (c.take(')')) return items;
+    c.expect(',');
+  }
+}
+
+function readTreeItem(c: Cursor, depth: number): Condition {
+  const start = c.pos;
+  const negated = c.take('not.');
+  for (const op of ['or', 'and'] as const) {
+    if (c.startsWith(`${op}(`)) {
+      c.pos += op.length;
+      return { kind: 'tree', op, negated, children: readTreeItems(c, depth + 1) };
+    }
+  }
+  c.pos = start;
+  const field = readField(c);
+  c.expect('.');
+  return { kind: 'filter', field, ...readFilterOperation(c, true) };
+}
+
+export function parseFilter(field: FieldRef, value: string): Filter {
+  const c = new Cursor(value, 'filter');
+  return { kind: 'filter', field, ...readFilterOperation(c, false) };
+}
+
+export function parseLogicTree(op: 'and' | 'or', negated: boolean, value: string): LogicTree {
+  const prefix = `${negated ? 'not.' : ''}${op}`;
+  const c = new Cursor(value, 'logic tree', prefix + value, prefix.length);
+  const children = readTreeItems(c, 1);
+  c.expectEnd();
+  return { kind: 'tree', op, negated, children };
+}
+
+/** Field names of a filter key: `a.b.col` is column `col` of embed path `a.b`. */
+export function parseFilterKey(key: string): { path: string[]; field: FieldRef } {
+  const c = new Cursor(key, 'tree path');
+  const names: string[] = [readName(c)];
+  while (c.peek() === '.') {
+    c.pos++;
+    names.push(readName(c));
+  }
+  const jsonPath = readJsonPath(c);
+  if (!c.done) c.fail(c.startsWith('::') ? 'a filter without a cast (casts are not supported in filters)' : 'end of input');
+  const name = names.pop()!;
+  return { path: names, field: { name, jsonPath } };
+}

@@ -1,0 +1,24 @@
+/**
+ * The raw query string → decoded key/value pairs, once (PostgREST's grammar decides how keys
+ * repeat and how `+` and escapes decode, so Fastify's own parsing is not used). A query string
+ * over the limit is refused here with 414, before any of it is read.
+ */
+import { unescape } from 'node:querystring';
+import { apiError } from '../errors.ts';
+import { LIMITS } from '../limits.ts';
+
+const decode = (s: string) => unescape(s.replace(/\+/g, ' '));
+
+/** Decodes once: `+` is a space, percent-escapes are undone, a key without `=` is dropped. */
+export function decodeQueryString(queryString: string): [string, string][] {
+  if (queryString.length > LIMITS.maxQueryStringBytes) {
+    throw apiError('URI_TOO_LONG');
+  }
+  const pairs: [string, string][] = [];
+  for (const item of queryString.split('&')) {
+    const eq = item.indexOf('=');
+    if (eq < 0) continue;
+    pairs.push([decode(item.slice(0, eq)), decode(item.slice(eq + 1))]);
+  }
+  return pairs;
+}
