@@ -1,0 +1,102 @@
+/**
+ * One batch, one transaction: validate every row, lock the university, load the state of the
+ * whole batch, decide each row in pure code, apply set-based. A row that lost a race on a
+ * service-wide unique address is decided once more; if it loses again it is CONCURRENT_WRITE.
+ * A deadlock with another university's batch is such a race for every row the attempt changed:
+ * the attempt runs in a savepoint, so the deadlock undoes it alone and never fails the batch.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Database } from '../db/database.ts';
+import { beginBatch } from '../db/locks.ts';
+import { inSavepoint } from '../db/savepoint.ts';
+import { todayUtc } from '../domain/alumni.ts';
+import { type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
+import { applyCohortChanges, loadCohortState } from './cohort-store.ts';
+import { COHORT_FIELDS, type CohortResult, cohortResult, decideCohortBatch, validateCohortRow } from './cohort-rules.ts';
+import { STUDENT_FIELDS, validateStudentRow } from './student-rows.ts';
+import { type StudentDecision, type StudentResult, decideStudentBatch, studentResult } from './student-rules.ts';
+import { applyStudentChanges, loadStudentState } from './student-store.ts';
+
+/** Internal retries before a row that keeps losing a race is reported CONCURRENT_WRITE. */
+export const RACE_RETRIES = 1;
+
+/** Failures that mean an apply attempt lost a race and may be decided again: deadlock, serialization. */
+const RACE_SQLSTATES: ReadonlySet<string> = new Set(['40P01', '40001']);
+
+/**
+ * Runs `attempt` over the pending rows until none lose, at most 1 + retries times; returns
+ * the rows that lost every time.
+ */
+export async function settleRaces<R extends { index: number }>(rows: readonly R[], attempt: (pending: readonly R[]) => Promise<Set<number>>, retries = RACE_RETRIES): Promise<R[]> {
+  let pending = rows;
+  for (let round = 0; round <= retries && pending.length > 0; round++) {
+    const lost = await attempt(pending);
+    pending = pending.filter((r) => lost.has(r.index));
+  }
+  return [...pending];
+}
+
+/** Splits a batch into the rows that passed validation and, at their places, the rejected results. */
+function validateRows<Row, Rejected extends { rejected: Rejection }, Result>(
+  raw: readonly unknown[],
+  validate: (row: unknown, index: number) => { ok: Row } | Rejected,
+  rejectedResult: (rejected: Rejected) => Result,
+): { rows: Row[]; results: Result[] } {
+  const rows: Row[] = [];
+  const results: Result[] = [];
+  raw.forEach((row, index) => {
+    const validated = validate(row, index);
+    if ('ok' in validated) rows.push(validated.ok);
+    else results[index] = rejectedResult(validated);
+  });
+  return { rows, results };
+}
+
+const isChange = (d: StudentDecision): d is Extract<StudentDecision, { kind: 'create' | 'update' }> => d.kind === 'create' || d.kind === 'update';
+
+export async function writeStudents(db: Database, universityId: string, mode: WriteMode, body: unknown) {
+  const raw = batchRows(body, 'students');
+  const { rows, results } = validateRows(raw, (row, index) => validateStudentRow(row, index, mode),
+    (v): StudentResult => ({ email: v.sentEmail, status: 'rejected', ...v.rejected }));
+  const context = { mode, today: todayUtc(), newId: randomUUID };
+  await db.asPartner({ universityIds: [universityId] }, async (tx) => {
+    // Not awaited: statements on one connection run in order, so the lock is held before the
+    // state is read, and the two travel in one pipeline.
+    const locked = beginBatch(tx, universityId);
+    locked.catch(() => {});
+    const losers = await settleRaces(rows, async (pending) => {
+      const state = await loadStudentState(tx, universityId, pending);
+      const decisions = decideStudentBatch(pending, state, context);
+      const changes = decisions.filter(isChange);
+      const applied = await inSavepoint(tx, RACE_SQLSTATES, () => applyStudentChanges(tx, universityId, changes));
+      const lost = 'ok' in applied ? applied.ok : new Set(changes.map((c) => c.row.index));
+      for (const d of decisions) if (!lost.has(d.row.index)) results[d.row.index] = studentResult(d);
+      return lost;
+    });
+    await locked;
+    for (const row of losers) {
+      results[row.index] = { email: row.sentEmail, status: 'rejected', ...reject('CONCURRENT_WRITE', 'Another write took this address at the same moment; retry the row.') };
+    }
+  });
+  return {
+    counts: countOutcomes(results),
+    cohorts_created: 0,
+    invitations_sent: 0,
+    dropped_fields: droppedFields(raw, STUDENT_FIELDS),
+    results,
+  };
+}
+
+export async function writeCohorts(db: Database, universityId: string, mode: WriteMode, body: unknown) {
+  const raw = batchRows(body, 'cohorts');
+  const { rows, results } = validateRows(raw, (row, index) => validateCohortRow(row, index, mode),
+    (v): CohortResult => ({ name: v.name, status: 'rejected', ...v.rejected }));
+  await db.asPartner({ universityIds: [universityId] }, async (tx) => {
+    await beginBatch(tx, universityId);
+    const state = await loadCohortState(tx, universityId, rows);
+    const decisions = decideCohortBatch(rows, state, mode, randomUUID);
+    await applyCohortChanges(tx, universityId, state, decisions);
+    for (const d of decisions) results[d.row.index] = cohortResult(d);
+  });
+  return { counts: countOutcomes(results), dropped_fields: droppedFields(raw, COHORT_FIELDS), results };
+}
