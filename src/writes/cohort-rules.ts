@@ -4,7 +4,7 @@
  * earlier rows' effects, so a later row naming a cohort an earlier row created sees it.
  */
 import { textProblem } from '../resources/text.ts';
-import { COHORT_SHAPE, type CohortValues, fieldNames } from '../resources/write-shapes.ts';
+import { COHORT_SHAPE, type CohortFieldValues, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type RowStatus, type WriteMode, reject } from './batch.ts';
 import { asObject, firstTextProblem, isBlank, kindProblem, missingOnCreate } from './field-checks.ts';
 import type { CohortRowCode } from './row-codes.ts';
@@ -18,7 +18,7 @@ export const COHORT_FIELDS: ReadonlySet<string> = new Set(fieldNames(COHORT_SHAP
 const INTAKE_YEARS = { min: 1900, max: 2200 };
 
 /** A cohort's fields besides its name; a list cleared with null holds no templates. */
-export type CohortFields = Omit<CohortValues, 'name' | 'resume_template_names'> & { resume_template_names: string[] };
+export type CohortFields = Omit<CohortFieldValues, 'name' | 'resume_template_names'> & { resume_template_names: string[] };
 
 /** A validated row: present fields only; null clears an optional field. */
 export interface CohortRow {
