@@ -4,10 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { MAX_EXTERNAL_ID_LENGTH, MAX_NAME_LENGTH, textProblem } from '../src/domain/text.ts';
+import { MAX_EXTERNAL_ID_LENGTH, MAX_NAME_LENGTH, textProblem } from '../src/resources/text.ts';
 import type { WriteMode } from '../src/writes/batch.ts';
-import { validateCohortRow } from '../src/writes/cohorts.ts';
-import { validateStudentRow } from '../src/writes/students.ts';
+import { validateCohortRow } from '../src/writes/cohort-rules.ts';
+import { validateStudentRow } from '../src/writes/student-rows.ts';
 
 const NUL = 'a\u0000b';
 

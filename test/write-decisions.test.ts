@@ -5,11 +5,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { WriteMode } from '../src/writes/batch.ts';
-import { type CohortBatchState, type CohortRecord, decideCohortBatch, validateCohortRow } from '../src/writes/cohorts.ts';
-import { settleRaces } from '../src/writes/run.ts';
+import { settleRaces } from '../src/writes/batches.ts';
+import { type CohortBatchState, type CohortRecord, decideCohortBatch, validateCohortRow } from '../src/writes/cohort-rules.ts';
+import { type StudentRow, validateStudentRow } from '../src/writes/student-rows.ts';
 import {
-  type EmailOwner, type StudentBatchState, type StudentRecord, type StudentRow, decideStudentBatch, decideStudentRow, validateStudentRow,
-} from '../src/writes/students.ts';
+  type EmailOwner, type StudentBatchState, type StudentRecord, decideStudentBatch, decideStudentRow,
+} from '../src/writes/student-rules.ts';
 
 const TODAY = '2026-11-22';
 const ENDED = { id: 'c-ended', endDate: '2022-06-30' };

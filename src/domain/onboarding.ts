@@ -1,11 +1,11 @@
 /**
- * What the operator creates when onboarding a university (decisions D7). Each function is one
+ * What the operator creates when onboarding a university (docs/decisions.md, "Operator API"). Each function is one
  * statement; constraint violations surface as database errors the HTTP layer maps to 4xx.
  */
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
-import type { CohortFields } from '../writes/cohorts.ts';
+import type { COHORT_SHAPE, CreateValues } from '../resources/write-shapes.ts';
 
 async function insertOne<T>(tx: Queryable, text: string, params: (string | null)[]): Promise<T> {
   const [row] = await tx.query<T>(text, params);
@@ -59,10 +59,7 @@ export async function createAccount(tx: Queryable, input: { email: string; kind:
     [email, input.kind, input.university_id ?? null]);
 }
 
-type OptionalCohortField = 'campus_name' | 'study_mode' | 'resume_template_names';
-
-export type AppCohortInput = { university_id: string; name: string }
-  & Omit<CohortFields, OptionalCohortField> & Partial<Pick<CohortFields, OptionalCohortField>>;
+export type AppCohortInput = { university_id: string } & CreateValues<typeof COHORT_SHAPE>;
 
 /** The app's own cohort create: no name-uniqueness check, which is how duplicate names exist. */
 export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {

@@ -4,6 +4,7 @@
  * functions partner writes use.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
 import { DEMO_MAX_STUDENTS, demoExists } from '../db/demo-data.ts';
@@ -11,11 +12,12 @@ import { loadDemo } from '../domain/demo.ts';
 import {
   createAccount, createCampus, createCohortInApp, createConsortium, createResumeTemplate, createUniversity,
 } from '../domain/onboarding.ts';
-import { alumniHistory, eraseStudent, setGraduationDateInApp, signIn, verifyEmail } from '../domain/students.ts';
-import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH, NO_CONTROL_CHARACTERS_PATTERN } from '../domain/text.ts';
+import { alumniHistory, eraseStudent, setGraduationDateInApp, signIn, verifyEmail } from '../domain/student-events.ts';
+import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH, NO_CONTROL_CHARACTERS_PATTERN } from '../resources/text.ts';
 import { type TokenAuthenticator, issueToken, revokeToken } from '../domain/tokens.ts';
 import { ApiError } from '../errors.ts';
 import { bearerToken } from './auth.ts';
+import { cohortCreateBody } from './write-schemas.ts';
 
 const uuid = { type: 'string', format: 'uuid' } as const;
 const singleLine = { type: 'string', maxLength: MAX_NAME_LENGTH, pattern: NO_CONTROL_CHARACTERS_PATTERN } as const;
@@ -120,19 +122,9 @@ export async function adminRoutes(app: FastifyInstance, deps: { db: Database; to
     return db.asOperator((tx) => createAccount(tx, request.body as Parameters<typeof createAccount>[1]));
   });
 
-  app.post('/cohorts', {
-    schema: {
-      ...hidden,
-      body: body(['university_id', 'name', 'display_name', 'program', 'degree', 'start_date', 'end_date', 'intake_year', 'intake_term'], {
-        university_id: uuid, name, display_name: name, program: name, degree: name, start_date: date, end_date: date,
-        intake_year: { type: 'integer' }, intake_term: { enum: ['Fall', 'Winter', 'Spring', 'Summer'] },
-        campus_name: optionalText, study_mode: { enum: ['full_time', 'part_time', 'online', 'hybrid', null] },
-        resume_template_names: { type: 'array', items: singleLine },
-      }),
-    },
-  }, async (request, reply) => {
+  app.withTypeProvider<TypeBoxTypeProvider>().post('/cohorts', { schema: { ...hidden, body: cohortCreateBody() } }, async (request, reply) => {
     reply.code(201);
-    return db.asOperator((tx) => createCohortInApp(tx, request.body as Parameters<typeof createCohortInApp>[1]));
+    return db.asOperator((tx) => createCohortInApp(tx, request.body));
   });
 
   const studentId = (request: FastifyRequest) => (request.params as { id: string }).id;

@@ -1,8 +1,10 @@
 /**
- * The 14 readable resources (decisions D2): the single source of truth for their columns and
- * types. The read planner, the OpenAPI description and the routes all read this registry; no
+ * The 14 readable resources (docs/decisions.md, "Resources and reads"): the single source of
+ * truth for their columns and types. The read planner, the OpenAPI description and the routes all read this registry; no
  * other module names a column of a resource.
  */
+import { INTAKE_TERMS, STUDY_MODES, WRITABLE_RESOURCES } from './write-shapes.ts';
+
 export type ColumnType =
   | 'uuid' | 'text' | 'integer' | 'numeric' | 'boolean' | 'date' | 'timestamptz' | 'jsonb' | 'text[]' | 'uuid[]';
 
@@ -52,9 +54,9 @@ export const resources: readonly Resource[] = [
   defineResource('cohorts', 'cohorts_read', 'Cohorts: a class with its degree, dates, campus, intake and résumé templates.', [
     id, universityId, ['name', 'text'], ['display_name', 'text'], ['program', 'text'], ['degree', 'text'],
     ['start_date', 'date'], ['end_date', 'date'], ['intake_year', 'integer'],
-    ['intake_term', 'text', false, { enum: ['Fall', 'Winter', 'Spring', 'Summer'] }],
+    ['intake_term', 'text', false, { enum: INTAKE_TERMS }],
     ['campus_id', 'uuid', true], ['campus_name', 'text', true],
-    ['study_mode', 'text', true, { enum: ['full_time', 'part_time', 'online', 'hybrid'] }],
+    ['study_mode', 'text', true, { enum: STUDY_MODES }],
     ['resume_template_names', 'text[]'], ['student_count', 'integer'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
   ]),
   defineResource('campuses', 'campuses', 'Campuses; use to check a campus name before a cohort write.', [
@@ -108,5 +110,5 @@ export const resources: readonly Resource[] = [
 
 export const resourcesByName: ReadonlyMap<string, Resource> = new Map(resources.map((r) => [r.name, r]));
 
-/** Resources that accept batch writes; every other path answers 405. */
-export const writableResources: ReadonlySet<string> = new Set(['students', 'cohorts']);
+/** Resources that accept batch writes (those with a write shape); every other path answers 405. */
+export const writableResources: ReadonlySet<string> = new Set(WRITABLE_RESOURCES);

@@ -4,19 +4,21 @@
  */
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
+import type { WritableResource } from '../resources/write-shapes.ts';
 
 export type WriteMode = 'put' | 'post' | 'patch';
 export type RowStatus = 'created' | 'updated' | 'unchanged' | 'rejected';
 
-export interface Rejection {
-  readonly code: string;
+/** Why a row was not written; `Code` is the resource's row-code union (src/writes/row-codes.ts). */
+export interface Rejection<Code extends string = string> {
+  readonly code: Code;
   readonly message: string;
 }
 
-export const reject = (code: string, message: string): Rejection => ({ code, message });
+export const reject = <Code extends string>(code: Code, message: string): Rejection<Code> => ({ code, message });
 
 /** The rows of `{ <key>: [ … ] }`, or a request-level error. */
-export function batchRows(body: unknown, key: 'students' | 'cohorts'): unknown[] {
+export function batchRows(body: unknown, key: WritableResource): unknown[] {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw apiError('INVALID_BODY', `The body must be a JSON object of the form {"${key}": [...]}.`);
   }
@@ -42,16 +44,3 @@ export function droppedFields(rows: readonly unknown[], held: ReadonlySet<string
   }
   return [...dropped].sort();
 }
-
-const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-
-/** A real calendar date in `YYYY-MM-DD` form. */
-export function isIsoDate(value: unknown): value is string {
-  if (typeof value !== 'string') return false;
-  const match = ISO_DATE.exec(value);
-  if (!match) return false;
-  const date = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
-  return date.getUTCFullYear() === Number(match[1]) && date.getUTCMonth() === Number(match[2]) - 1 && date.getUTCDate() === Number(match[3]);
-}
-
-export const isBlank = (value: string) => value.trim() === '';

@@ -1,7 +1,8 @@
 /** The database side of a cohort batch: state in three queries, changes in two statements. */
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable } from '../db/store.ts';
-import type { CohortBatchState, CohortDecision, CohortRecord, CohortRow } from './cohorts.ts';
+import { type UnnestColumn, unnest } from '../db/unnest.ts';
+import type { CohortBatchState, CohortDecision, CohortRecord, CohortRow } from './cohort-rules.ts';
 
 export async function loadCohortState(tx: Queryable, universityId: string, rows: readonly CohortRow[]): Promise<CohortBatchState> {
   const cohorts = await tx.query<CohortRecord>(
@@ -22,6 +23,23 @@ export async function loadCohortState(tx: Queryable, universityId: string, rows:
   };
 }
 
+/** The columns of a cohort write; the campus travels as its id. */
+const cohortColumns = (state: CohortBatchState): UnnestColumn<CohortRecord>[] => [
+  { name: 'id', type: 'uuid', value: (r) => r.id },
+  { name: 'name', type: 'text', value: (r) => r.name },
+  { name: 'display_name', type: 'text', value: (r) => r.display_name },
+  { name: 'program', type: 'text', value: (r) => r.program },
+  { name: 'degree', type: 'text', value: (r) => r.degree },
+  { name: 'start_date', type: 'date', value: (r) => r.start_date },
+  { name: 'end_date', type: 'date', value: (r) => r.end_date },
+  { name: 'intake_year', type: 'integer', value: (r) => r.intake_year },
+  { name: 'intake_term', type: 'text', value: (r) => r.intake_term },
+  { name: 'campus_id', type: 'uuid', value: (r) => (r.campus_name === null ? null : state.campusIdsByName.get(r.campus_name) ?? null) },
+  { name: 'study_mode', type: 'text', value: (r) => r.study_mode },
+  // Each cohort's template list travels as one array literal, cast back to text[] per row.
+  { name: 'templates', type: 'text', value: (r) => arrayLiteral(r.resume_template_names) },
+];
+
 /** Writes each touched cohort once, with its final values (a batch may create then update one). */
 export async function applyCohortChanges(tx: Queryable, universityId: string, state: CohortBatchState, decisions: readonly CohortDecision[]): Promise<void> {
   const finalById = new Map<string, CohortRecord>();
@@ -30,41 +48,25 @@ export async function applyCohortChanges(tx: Queryable, universityId: string, st
     if (d.kind === 'create') createdIds.add(d.record.id);
     if (d.kind === 'create' || d.kind === 'update') finalById.set(d.record.id, d.record);
   }
-  const params = (records: CohortRecord[]) => [
-    universityId,
-    arrayLiteral(records.map((r) => r.id)),
-    arrayLiteral(records.map((r) => r.name)),
-    arrayLiteral(records.map((r) => r.display_name)),
-    arrayLiteral(records.map((r) => r.program)),
-    arrayLiteral(records.map((r) => r.degree)),
-    arrayLiteral(records.map((r) => r.start_date)),
-    arrayLiteral(records.map((r) => r.end_date)),
-    arrayLiteral(records.map((r) => String(r.intake_year))),
-    arrayLiteral(records.map((r) => r.intake_term)),
-    arrayLiteral(records.map((r) => (r.campus_name === null ? null : state.campusIdsByName.get(r.campus_name) ?? null))),
-    arrayLiteral(records.map((r) => r.study_mode)),
-    // Each cohort's template list travels as one array literal, unnested back into text[].
-    arrayLiteral(records.map((r) => arrayLiteral(r.resume_template_names))),
-  ];
-  const rowsOf = `unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::date[], $8::date[], $9::integer[],
-      $10::text[], $11::uuid[], $12::text[], $13::text[])
-    as u(id, name, display_name, program, degree, start_date, end_date, intake_year, intake_term, campus_id, study_mode, templates)`;
+  const rowsOf = (records: readonly CohortRecord[]) => unnest(cohortColumns(state), records, 2);
   const creates = [...finalById.values()].filter((r) => createdIds.has(r.id));
   if (creates.length > 0) {
+    const { rows, params } = rowsOf(creates);
     await tx.query(
       `insert into cohorts (id, university_id, name, display_name, program, degree, start_date, end_date, intake_year,
          intake_term, campus_id, study_mode, resume_template_names)
        select u.id, $1, u.name, u.display_name, u.program, u.degree, u.start_date, u.end_date, u.intake_year, u.intake_term,
-         u.campus_id, u.study_mode, u.templates::text[] from ${rowsOf}`,
-      params(creates));
+         u.campus_id, u.study_mode, u.templates::text[] from ${rows}`,
+      [universityId, ...params]);
   }
   const updates = [...finalById.values()].filter((r) => !createdIds.has(r.id));
   if (updates.length > 0) {
+    const { rows, params } = rowsOf(updates);
     await tx.query(
       `update cohorts c set display_name = u.display_name, program = u.program, degree = u.degree, start_date = u.start_date,
          end_date = u.end_date, intake_year = u.intake_year, intake_term = u.intake_term, campus_id = u.campus_id,
          study_mode = u.study_mode, resume_template_names = u.templates::text[], updated_at = now()
-       from ${rowsOf} where c.id = u.id and c.university_id = $1`,
-      params(updates));
+       from ${rows} where c.id = u.id and c.university_id = $1`,
+      [universityId, ...params]);
   }
 }

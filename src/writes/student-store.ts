@@ -5,8 +5,10 @@
 import { createHash } from 'node:crypto';
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable } from '../db/store.ts';
-import { recordAlumniHistory } from '../domain/students.ts';
-import type { CohortRef, EmailOwner, StudentBatchState, StudentDecision, StudentRecord, StudentRow } from './students.ts';
+import { type UnnestColumn, unnest } from '../db/unnest.ts';
+import { recordAlumniHistory } from '../domain/student-events.ts';
+import type { StudentRow } from './student-rows.ts';
+import type { CohortRef, EmailOwner, StudentBatchState, StudentDecision, StudentRecord } from './student-rules.ts';
 
 const sha256Hex = (value: string) => createHash('sha256').update(value, 'utf8').digest('hex');
 
@@ -27,6 +29,23 @@ interface StudentRecordRow {
 
 const STUDENT_COLUMNS = `s.id, s.email, s.external_id, s.first_name, s.last_name, s.phone, s.graduation_date::text,
   s.is_alumni, s.cohort_id, (select c.end_date::text from cohorts c where c.id = s.cohort_id) as cohort_end_date`;
+
+/** The students found, once each, by every address and number they were found by. */
+function indexStudents(students: readonly StudentRecordRow[]): Pick<StudentBatchState, 'byEmail' | 'byExternalId'> {
+  const byEmail = new Map<string, StudentRecord>();
+  const byExternalId = new Map<string, StudentRecord>();
+  const byId = new Map<string, StudentRecord>();
+  for (const s of students) {
+    const record = byId.get(s.id) ?? {
+      id: s.id, email: s.email, externalId: s.external_id, firstName: s.first_name, lastName: s.last_name, phone: s.phone,
+      graduationDate: s.graduation_date, isAlumni: s.is_alumni, cohortId: s.cohort_id, cohortEndDate: s.cohort_end_date,
+    };
+    byId.set(s.id, record);
+    byEmail.set(s.secondary_email ?? s.email, record);
+    if (s.external_id) byExternalId.set(s.external_id, record);
+  }
+  return { byEmail, byExternalId };
+}
 
 export async function loadStudentState(tx: Queryable, universityId: string, rows: readonly StudentRow[]): Promise<StudentBatchState> {
   const emails = arrayLiteral([...new Set(rows.map((r) => r.email))]);
@@ -62,25 +81,13 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
     'select id, name, end_date::text from cohorts where university_id = $1 and name = any($2::text[]) order by id',
     [universityId, cohortNames]);
 
-  const byEmail = new Map<string, StudentRecord>();
-  const byExternalId = new Map<string, StudentRecord>();
-  const byId = new Map<string, StudentRecord>();
-  for (const s of students) {
-    const record = byId.get(s.id) ?? {
-      id: s.id, email: s.email, externalId: s.external_id, firstName: s.first_name, lastName: s.last_name, phone: s.phone,
-      graduationDate: s.graduation_date, isAlumni: s.is_alumni, cohortId: s.cohort_id, cohortEndDate: s.cohort_end_date,
-    };
-    byId.set(s.id, record);
-    byEmail.set(s.secondary_email ?? s.email, record);
-    if (s.external_id) byExternalId.set(s.external_id, record);
-  }
   const emailOwners = new Map<string, EmailOwner[]>();
   for (const o of owners) emailOwners.set(o.email, [...(emailOwners.get(o.email) ?? []), { kind: o.kind, inScope: o.in_scope, erased: o.erased }]);
   const erasedHashes = new Set(erased.map((e) => e.hash));
   const cohortsByName = new Map<string, CohortRef[]>();
   for (const c of cohorts) cohortsByName.set(c.name, [...(cohortsByName.get(c.name) ?? []), { id: c.id, endDate: c.end_date }]);
   return {
-    byEmail, byExternalId, emailOwners, cohortsByName,
+    ...indexStudents(students), emailOwners, cohortsByName,
     erasedExternalIds: new Set(unmatchedExternalIds.filter((x) => erasedHashes.has(sha256Hex(x)))),
   };
 }
@@ -88,63 +95,76 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
 type Change = Extract<StudentDecision, { kind: 'create' | 'update' }>;
 
 /**
- * Applies the changes; returns the rows that lost a race on a service-wide unique address
- * (another university took the address between our read and our write). Nothing is written
- * for those rows; the caller decides them again. New addresses are inserted in address order:
- * a batch waits on an address another batch holds, and two batches taking the same addresses in
- * opposite orders would each wait on the other (a deadlock, one batch in 80 under load).
+ * Takes the service-wide addresses the changes need: a new student's account address, an
+ * added secondary address. Returns the rows that lost one to another university between our
+ * read and our write; nothing is written for those rows and the caller decides them again. New
+ * addresses are inserted in address order: a batch waits on an address another batch holds,
+ * and two batches taking the same addresses in opposite orders would each wait on the other
+ * (a deadlock, one batch in 80 under load).
  */
-export async function applyStudentChanges(tx: Queryable, universityId: string, changes: readonly Change[]): Promise<Set<number>> {
+async function claimAddresses(tx: Queryable, universityId: string, changes: readonly Change[]): Promise<Set<number>> {
   const lost = new Set<number>();
   const creates = changes.filter((c) => c.kind === 'create');
   if (creates.length > 0) {
+    const accounts = unnest<Change>([{ name: 'id', type: 'uuid', value: (c) => c.id }, { name: 'email', type: 'text', value: (c) => c.values.email }], creates, 2, 'x');
     const inserted = await tx.query<{ id: string }>(
       `insert into accounts (id, kind, university_id, email)
-       select id, 'student', $1, email from unnest($2::uuid[], $3::text[]) as x(id, email) order by email
+       select id, 'student', $1, email from ${accounts.rows} order by email
        on conflict do nothing returning id`,
-      [universityId, arrayLiteral(creates.map((c) => c.id)), arrayLiteral(creates.map((c) => c.values.email))]);
+      [universityId, ...accounts.params]);
     const won = new Set(inserted.map((r) => r.id));
     for (const c of creates) if (!won.has(c.id)) lost.add(c.row.index);
   }
   const secondaries = changes.filter((c) => c.secondaryEmail !== null && !lost.has(c.row.index));
   if (secondaries.length > 0) {
+    const addresses = unnest<Change>([{ name: 'email', type: 'text', value: (c) => c.secondaryEmail }, { name: 'student_id', type: 'uuid', value: (c) => c.id }], secondaries, 2, 'x');
     const inserted = await tx.query<{ email: string }>(
       `insert into secondary_emails (email, student_id, university_id)
-       select email, student_id, $1 from unnest($2::text[], $3::uuid[]) as x(email, student_id) order by email
+       select email, student_id, $1 from ${addresses.rows} order by email
        on conflict do nothing returning email`,
-      [universityId, arrayLiteral(secondaries.map((c) => c.secondaryEmail)), arrayLiteral(secondaries.map((c) => c.id))]);
+      [universityId, ...addresses.params]);
     const won = new Set(inserted.map((r) => r.email));
     for (const c of secondaries) if (!won.has(c.secondaryEmail!)) lost.add(c.row.index);
   }
+  return lost;
+}
+
+const STUDENT_WRITE_COLUMNS: readonly UnnestColumn<Change>[] = [
+  { name: 'id', type: 'uuid', value: (c) => c.id },
+  { name: 'email', type: 'text', value: (c) => c.values.email },
+  { name: 'cohort_id', type: 'uuid', value: (c) => c.values.cohortId },
+  { name: 'first_name', type: 'text', value: (c) => c.values.firstName },
+  { name: 'last_name', type: 'text', value: (c) => c.values.lastName },
+  { name: 'external_id', type: 'text', value: (c) => c.values.externalId },
+  { name: 'phone', type: 'text', value: (c) => c.values.phone },
+  { name: 'graduation_date', type: 'date', value: (c) => c.values.graduationDate },
+  { name: 'is_alumni', type: 'boolean', value: (c) => c.values.isAlumni },
+];
+
+/**
+ * Applies the changes; returns the rows that lost a race on an address (see claimAddresses),
+ * for which nothing was written.
+ */
+export async function applyStudentChanges(tx: Queryable, universityId: string, changes: readonly Change[]): Promise<Set<number>> {
+  const lost = await claimAddresses(tx, universityId, changes);
   const kept = changes.filter((c) => !lost.has(c.row.index));
-  const columns = (list: readonly Change[]) => [
-    arrayLiteral(list.map((c) => c.id)),
-    arrayLiteral(list.map((c) => c.values.email)),
-    arrayLiteral(list.map((c) => c.values.cohortId)),
-    arrayLiteral(list.map((c) => c.values.firstName)),
-    arrayLiteral(list.map((c) => c.values.lastName)),
-    arrayLiteral(list.map((c) => c.values.externalId)),
-    arrayLiteral(list.map((c) => c.values.phone)),
-    arrayLiteral(list.map((c) => c.values.graduationDate)),
-    arrayLiteral(list.map((c) => String(c.values.isAlumni))),
-  ];
-  const rowsOf = `unnest($2::uuid[], $3::text[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[], $9::date[], $10::boolean[])
-    as u(id, email, cohort_id, first_name, last_name, external_id, phone, graduation_date, is_alumni)`;
   const inserts = kept.filter((c) => c.kind === 'create');
   if (inserts.length > 0) {
+    const { rows, params } = unnest(STUDENT_WRITE_COLUMNS, inserts, 2);
     await tx.query(
       `insert into students (id, university_id, cohort_id, email, first_name, last_name, external_id, phone, graduation_date, is_alumni)
        select u.id, $1, u.cohort_id, u.email, u.first_name, u.last_name, u.external_id, u.phone, u.graduation_date, u.is_alumni
-       from ${rowsOf}`,
-      [universityId, ...columns(inserts)]);
+       from ${rows}`,
+      [universityId, ...params]);
   }
   const updates = kept.filter((c) => c.kind === 'update');
   if (updates.length > 0) {
+    const { rows, params } = unnest(STUDENT_WRITE_COLUMNS, updates, 2);
     await tx.query(
       `update students s set cohort_id = u.cohort_id, first_name = u.first_name, last_name = u.last_name,
          external_id = u.external_id, phone = u.phone, graduation_date = u.graduation_date, is_alumni = u.is_alumni, updated_at = now()
-       from ${rowsOf} where s.id = u.id and s.university_id = $1`,
-      [universityId, ...columns(updates)]);
+       from ${rows} where s.id = u.id and s.university_id = $1`,
+      [universityId, ...params]);
   }
   await recordAlumniHistory(tx, kept.flatMap((c) => c.history.map((h) => ({ ...h, universityId, studentId: c.id }))));
   return lost;

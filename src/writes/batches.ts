@@ -12,11 +12,10 @@ import { inSavepoint } from '../db/savepoint.ts';
 import { todayUtc } from '../domain/alumni.ts';
 import { type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
 import { applyCohortChanges, loadCohortState } from './cohort-store.ts';
-import { COHORT_FIELDS, type CohortResult, type CohortRow, cohortResult, decideCohortBatch, validateCohortRow } from './cohorts.ts';
+import { COHORT_FIELDS, type CohortResult, cohortResult, decideCohortBatch, validateCohortRow } from './cohort-rules.ts';
+import { STUDENT_FIELDS, validateStudentRow } from './student-rows.ts';
+import { type StudentDecision, type StudentResult, decideStudentBatch, studentResult } from './student-rules.ts';
 import { applyStudentChanges, loadStudentState } from './student-store.ts';
-import {
-  STUDENT_FIELDS, type StudentDecision, type StudentResult, type StudentRow, decideStudentBatch, studentResult, validateStudentRow,
-} from './students.ts';
 
 /** Internal retries before a row that keeps losing a race is reported CONCURRENT_WRITE. */
 export const RACE_RETRIES = 1;

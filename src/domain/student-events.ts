@@ -1,12 +1,12 @@
 /**
- * App-side events on a student account (decisions D7): sign-in, a graduation date set in the
+ * App-side events on a student account (docs/decisions.md, "Operator API"): sign-in, a graduation date set in the
  * app, verification of a secondary address, erasure, and the alumni-flag history. The
  * derivation moments among them use the same pure rules as partner writes.
  */
-import { arrayLiteral } from '../db/array-literal.ts';
 import type { Database } from '../db/database.ts';
 import { lockUniversity } from '../db/locks.ts';
 import type { Queryable } from '../db/store.ts';
+import { type UnnestColumn, unnest } from '../db/unnest.ts';
 import { apiError } from '../errors.ts';
 import { type AlumniChange, alumniAfterSignIn, alumniChanges, impliedAlumni, todayUtc } from './alumni.ts';
 
@@ -15,17 +15,20 @@ export interface HistoryEntry extends AlumniChange {
   readonly studentId: string;
 }
 
+const HISTORY_COLUMNS: readonly UnnestColumn<HistoryEntry>[] = [
+  { name: 'university_id', type: 'uuid', value: (e) => e.universityId },
+  { name: 'student_id', type: 'uuid', value: (e) => e.studentId },
+  { name: 'is_alumni', type: 'boolean', value: (e) => e.isAlumni },
+  { name: 'reason', type: 'text', value: (e) => e.reason },
+];
+
 export async function recordAlumniHistory(tx: Queryable, entries: readonly HistoryEntry[]): Promise<void> {
   if (entries.length === 0) return;
+  const { rows, params } = unnest(HISTORY_COLUMNS, entries);
   await tx.query(
     `insert into alumni_flag_history (university_id, student_id, is_alumni, reason)
-     select * from unnest($1::uuid[], $2::uuid[], $3::boolean[], $4::text[])`,
-    [
-      arrayLiteral(entries.map((e) => e.universityId)),
-      arrayLiteral(entries.map((e) => e.studentId)),
-      arrayLiteral(entries.map((e) => String(e.isAlumni))),
-      arrayLiteral(entries.map((e) => e.reason)),
-    ],
+     select u.university_id, u.student_id, u.is_alumni, u.reason from ${rows}`,
+    params,
   );
 }
 

@@ -1,5 +1,6 @@
 /**
- * The limits on every string the service stores, in one place. PostgreSQL refuses a NUL in
+ * The character rules and the named lengths every stored string obeys; which field takes which
+ * length is its write shape's (src/resources/write-shapes.ts). PostgreSQL refuses a NUL in
  * text (22021) and an index key over 2,704 bytes (54000); either fails the whole statement, so
  * both are kept out by validation, row by row. Lengths count characters (code points), as
  * JSON Schema's maxLength does; 200 characters are at most 800 bytes of UTF-8.

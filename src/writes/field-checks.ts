@@ -1,0 +1,67 @@
+/**
+ * Row checks read off a write shape (src/resources/write-shapes.ts): a field's kind,
+ * enumeration and nullability; the length and characters of every string; what a create lacks.
+ * Each returns a message naming the field, or null; the resource's rules pick the row code.
+ */
+import { textProblem } from '../resources/text.ts';
+import type { WriteField, WriteShape } from '../resources/write-shapes.ts';
+
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** A real calendar date in `YYYY-MM-DD` form. */
+export function isIsoDate(value: unknown): value is string {
+  if (typeof value !== 'string') return false;
+  const match = ISO_DATE.exec(value);
+  if (!match) return false;
+  const date = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
+  return date.getUTCFullYear() === Number(match[1]) && date.getUTCMonth() === Number(match[2]) - 1 && date.getUTCDate() === Number(match[3]);
+}
+
+export const isBlank = (value: string) => value.trim() === '';
+
+const isString = (value: unknown): value is string => typeof value === 'string';
+
+const KIND_CHECKS: Record<WriteField['kind'], { readonly accepts: (value: unknown, field: WriteField) => boolean; readonly expected: (field: WriteField) => string }> = {
+  text: { accepts: isString, expected: () => 'a string' },
+  email: { accepts: isString, expected: () => 'an email address' },
+  phone: { accepts: isString, expected: () => 'a phone number in E.164 form' },
+  date: { accepts: isIsoDate, expected: () => 'a date in YYYY-MM-DD form' },
+  boolean: { accepts: (value) => typeof value === 'boolean', expected: () => 'true or false' },
+  integer: { accepts: Number.isInteger, expected: () => 'a whole number' },
+  enum: { accepts: (value, field) => (field.values ?? []).includes(value as string), expected: (field) => `one of ${(field.values ?? []).join(', ')}` },
+  'text[]': { accepts: (value) => Array.isArray(value) && value.every(isString), expected: () => 'a list of strings' },
+};
+
+/** Whether `value` fits the field's kind; absent always fits, null when the field is nullable. */
+export function kindProblem(name: string, field: WriteField, value: unknown): string | null {
+  if (value === undefined || (value === null && field.nullable)) return null;
+  const check = KIND_CHECKS[field.kind];
+  if (value !== null && check.accepts(value, field)) return null;
+  return `${name} must be ${check.expected(field)}${field.nullable ? ', or null' : ''}.`;
+}
+
+/**
+ * The first string of the row, in field order, that is too long or holds a control
+ * character; a list's entries are named `field[i]`.
+ */
+export function firstTextProblem(shape: WriteShape, row: Readonly<Record<string, unknown>>): string | null {
+  for (const [name, field] of Object.entries(shape.fields)) {
+    if (field.maxLength === undefined) continue;
+    const value = row[name];
+    const entries: [string, unknown][] = Array.isArray(value) ? value.map((v, i) => [`${name}[${i}]`, v]) : [[name, value]];
+    for (const [label, entry] of entries) {
+      const problem = isString(entry) ? textProblem(label, entry, field.maxLength) : null;
+      if (problem) return problem;
+    }
+  }
+  return null;
+}
+
+/** The fields a create needs that the row does not carry, in field order. */
+export function missingOnCreate(shape: WriteShape, row: Readonly<Record<string, unknown>>): string[] {
+  return Object.entries(shape.fields).filter(([name, field]) => field.requiredOnCreate && row[name] === undefined).map(([name]) => name);
+}
+
+/** The row as an object, or null when it is not a JSON object. */
+export const asObject = (raw: unknown): Readonly<Record<string, unknown>> | null =>
+  raw === null || typeof raw !== 'object' || Array.isArray(raw) ? null : (raw as Record<string, unknown>);

@@ -1,0 +1,38 @@
+/**
+ * The codes a rejected batch row carries, per resource, each with when it arises (the docs'
+ * tables are generated from these). A row code is not an HTTP error: the batch still answers 200.
+ */
+export const STUDENT_ROW_CODES = {
+  INVALID_EMAIL: 'email is absent, not an address, over 254 characters or with control characters.',
+  INVALID_FIELD: 'A field has the wrong type, a bad date, a blank external_id, or a string too long or with control characters; the message names the field.',
+  MISSING_NAME: 'first_name or last_name is absent on create, null, or blank.',
+  INVALID_PHONE: 'phone is not in E.164 form (a leading + and the country code).',
+  MISSING_COHORT: 'cohort_name is absent on create, null, or blank.',
+  MISSING_IS_ALUMNI: 'is_alumni is absent or null on create.',
+  COHORT_NOT_FOUND: 'No cohort of the university has that name; create it first with POST /v1/cohorts.',
+  COHORT_NAME_AMBIGUOUS: 'Several cohorts of the university share that name.',
+  EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY: 'The address is a student of another university; it is never adopted.',
+  EMAIL_BELONGS_TO_EXISTING_ACCOUNT: 'The address belongs to a user who is not on the roster (a self-serve account).',
+  EMAIL_BELONGS_TO_NON_STUDENT: 'The address belongs to a staff account.',
+  EXTERNAL_ID_CONFLICT: 'The external_id and the email name different students, or the email\'s student holds another external_id.',
+  ACCOUNT_DELETED: 'The email or external_id belongs to an erased account, which is never recreated.',
+  NOT_FOUND: 'PATCH: no student matches the external_id or email.',
+  ALREADY_EXISTS: 'POST: the student exists already.',
+  DUPLICATE_IN_BATCH: 'An earlier row of the batch names the same email or external_id, or the same student.',
+  CONCURRENT_WRITE: 'The row lost a race for the address to another write, again after one retry; retry the row.',
+} as const;
+
+export const COHORT_ROW_CODES = {
+  INVALID_NAME: 'name is absent, empty, blank, over 200 characters, or with control characters.',
+  INVALID_FIELD: 'A field has the wrong type, a bad date or year, a value outside its enumeration, null on a required field, or a string too long or with control characters.',
+  MISSING_FIELD: 'A field required to create a cohort is absent (POST and PUT).',
+  INVALID_DATE_RANGE: 'end_date is not after start_date, as sent or once merged with the stored cohort.',
+  NAME_AMBIGUOUS: 'Several cohorts of the university share that name.',
+  ALREADY_EXISTS: 'POST: a cohort of that name exists already.',
+  NOT_FOUND: 'PATCH: no cohort of the university has that name.',
+  CAMPUS_NOT_FOUND: 'No campus of the university has that campus_name.',
+  UNKNOWN_TEMPLATE: 'A resume_template_names entry is not a template of the university (checked on create).',
+} as const;
+
+export type StudentRowCode = keyof typeof STUDENT_ROW_CODES;
+export type CohortRowCode = keyof typeof COHORT_ROW_CODES;

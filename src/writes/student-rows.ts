@@ -1,0 +1,111 @@
+/**
+ * Validation of student batch rows (docs/decisions.md, "Student writes", for the order the
+ * checks run in), the fields read off the student's write shape.
+ */
+import { hasControlCharacter } from '../resources/text.ts';
+import { STUDENT_SHAPE, fieldNames } from '../resources/write-shapes.ts';
+import { type Rejection, type WriteMode, reject } from './batch.ts';
+import { asObject, firstTextProblem, isBlank, kindProblem } from './field-checks.ts';
+import type { StudentRowCode } from './row-codes.ts';
+
+export type StudentRejection = Rejection<StudentRowCode>;
+
+/** The fields a student record holds; every other sent key is reported in dropped_fields. */
+export const STUDENT_FIELDS: ReadonlySet<string> = new Set(fieldNames(STUDENT_SHAPE));
+
+const EMAIL = /^[^\s@"(),:;<>[\\\]]+@[^\s@"(),:;<>[\\\]]+\.[^\s@"(),:;<>[\\\]]+$/;
+const E164 = /^\+[1-9]\d{1,14}$/;
+
+/** A row that passed validation. Absent fields are `undefined`; null means "clear". */
+export interface StudentRow {
+  readonly index: number;
+  /** As sent, for the result row; `email` is trimmed and lower-cased. */
+  readonly sentEmail: string;
+  readonly email: string;
+  readonly firstName?: string;
+  readonly lastName?: string;
+  readonly cohortName?: string;
+  readonly isAlumni?: boolean;
+  readonly externalId?: string | null;
+  readonly phone?: string | null;
+  readonly graduationDate?: string | null;
+}
+
+export type ValidatedStudentRow = { ok: StudentRow } | { rejected: StudentRejection; sentEmail: string | null };
+
+type Row = Readonly<Record<string, unknown>>;
+type Problem = { readonly code: StudentRowCode; readonly message: string } | null;
+
+/** Fields checked for their kind alone; email and phone have codes of their own. */
+const KIND_CHECKED = ['first_name', 'last_name', 'cohort_name', 'external_id', 'is_alumni', 'graduation_date'] as const;
+/** A null in these is reported as the field missing (MISSING_NAME, MISSING_COHORT), in every mode. */
+const NULL_IS_MISSING: ReadonlySet<string> = new Set(['first_name', 'last_name', 'cohort_name']);
+
+/** The kinds of the plain fields, and a blank external_id. */
+function kindsProblem(row: Row, creating: boolean): Problem {
+  for (const name of KIND_CHECKED) {
+    const value = row[name];
+    // A null is_alumni on create is missing, not of the wrong kind.
+    if (value === null && (NULL_IS_MISSING.has(name) || (name === 'is_alumni' && creating))) continue;
+    const problem = kindProblem(name, STUDENT_SHAPE.fields[name], value);
+    if (problem) return { code: 'INVALID_FIELD', message: problem };
+  }
+  if (typeof row.external_id === 'string' && isBlank(row.external_id)) {
+    return { code: 'INVALID_FIELD', message: 'external_id must not be blank; send null to clear it.' };
+  }
+  return null;
+}
+
+/** A field required on create that is absent then, or null or blank at any time. */
+const isMissing = (value: unknown, creating: boolean) =>
+  (creating && value === undefined) || value === null || (typeof value === 'string' && isBlank(value));
+
+/** Names, phone, cohort and is_alumni, in that order, each with its own code. */
+function requiredProblem(row: Row, creating: boolean): Problem {
+  for (const name of ['first_name', 'last_name'] as const) {
+    if (isMissing(row[name], creating)) return { code: 'MISSING_NAME', message: `${name} is required and must not be blank.` };
+  }
+  if (row.phone !== undefined && row.phone !== null && (typeof row.phone !== 'string' || !E164.test(row.phone))) {
+    return { code: 'INVALID_PHONE', message: 'phone must be in E.164 form (a leading + and the country code), or null.' };
+  }
+  if (isMissing(row.cohort_name, creating)) {
+    return { code: 'MISSING_COHORT', message: 'cohort_name is required and must name a cohort of the university.' };
+  }
+  if (creating && (row.is_alumni === undefined || row.is_alumni === null)) {
+    return { code: 'MISSING_IS_ALUMNI', message: 'is_alumni is required when a student is created.' };
+  }
+  return null;
+}
+
+const trimmed = (value: unknown) => (typeof value === 'string' ? value.trim() : undefined);
+
+function studentRow(row: Row, index: number, sentEmail: string): StudentRow {
+  return {
+    index,
+    sentEmail,
+    email: sentEmail.trim().toLowerCase(),
+    firstName: trimmed(row.first_name),
+    lastName: trimmed(row.last_name),
+    cohortName: trimmed(row.cohort_name),
+    isAlumni: row.is_alumni as boolean | undefined,
+    externalId: row.external_id === null ? null : trimmed(row.external_id),
+    phone: row.phone as string | null | undefined,
+    graduationDate: row.graduation_date as string | null | undefined,
+  };
+}
+
+export function validateStudentRow(raw: unknown, index: number, mode: WriteMode): ValidatedStudentRow {
+  const row = asObject(raw);
+  if (row === null) return { rejected: reject('INVALID_FIELD', 'Each row must be a JSON object.'), sentEmail: null };
+  const sentEmail = typeof row.email === 'string' ? row.email : null;
+  const fail = (code: StudentRowCode, message: string): ValidatedStudentRow => ({ rejected: reject(code, message), sentEmail });
+  if (sentEmail === null || sentEmail.trim().length > STUDENT_SHAPE.fields.email.maxLength || !EMAIL.test(sentEmail.trim()) || hasControlCharacter(sentEmail)) {
+    return fail('INVALID_EMAIL', row.email === undefined ? 'email is required.' : 'email is not a valid address.');
+  }
+  const creating = mode !== 'patch';
+  const problem = kindsProblem(row, creating) ?? requiredProblem(row, creating);
+  if (problem) return fail(problem.code, problem.message);
+  const textProblem = firstTextProblem(STUDENT_SHAPE, row);
+  if (textProblem) return fail('INVALID_FIELD', textProblem);
+  return { ok: studentRow(row, index, sentEmail) };
+}

@@ -1,0 +1,255 @@
+/**
+ * Student batch rules (docs/decisions.md, "Student writes" and "The alumni flag") as pure
+ * functions: a validated row (src/writes/student-rows.ts) decided against the batch's current
+ * state.
+ */
+import { type AlumniChange, alumniChanges, impliedAlumni } from '../domain/alumni.ts';
+import { type RowStatus, type WriteMode, reject } from './batch.ts';
+import type { StudentRowCode } from './row-codes.ts';
+import type { StudentRejection, StudentRow } from './student-rows.ts';
+
+/** A student of the caller's university as it stands. */
+export interface StudentRecord {
+  readonly id: string;
+  readonly email: string;
+  readonly externalId: string | null;
+  readonly firstName: string;
+  readonly lastName: string;
+  readonly phone: string | null;
+  readonly graduationDate: string | null;
+  readonly isAlumni: boolean;
+  readonly cohortId: string | null;
+  readonly cohortEndDate: string | null;
+}
+
+export interface CohortRef {
+  readonly id: string;
+  readonly endDate: string;
+}
+
+/** Who holds an address anywhere in the service (see pds_email_owners). */
+export interface EmailOwner {
+  readonly kind: 'student' | 'staff' | 'self_serve';
+  readonly inScope: boolean;
+  readonly erased: boolean;
+}
+
+export interface StudentBatchState {
+  /** Students of the university by primary and by secondary address. */
+  readonly byEmail: ReadonlyMap<string, StudentRecord>;
+  readonly byExternalId: ReadonlyMap<string, StudentRecord>;
+  readonly emailOwners: ReadonlyMap<string, readonly EmailOwner[]>;
+  readonly erasedExternalIds: ReadonlySet<string>;
+  readonly cohortsByName: ReadonlyMap<string, readonly CohortRef[]>;
+}
+
+export interface StudentValues {
+  readonly email: string;
+  readonly firstName: string;
+  readonly lastName: string;
+  readonly externalId: string | null;
+  readonly phone: string | null;
+  readonly graduationDate: string | null;
+  readonly isAlumni: boolean;
+  readonly cohortId: string;
+}
+
+export type StudentDecision =
+  | { readonly kind: 'reject'; readonly row: StudentRow; readonly rejection: StudentRejection }
+  | { readonly kind: 'unchanged'; readonly row: StudentRow; readonly id: string; readonly cohortId: string | null; readonly notes: string[] }
+  | {
+      readonly kind: 'create' | 'update';
+      readonly row: StudentRow;
+      readonly id: string;
+      readonly values: StudentValues;
+      readonly history: readonly AlumniChange[];
+      readonly secondaryEmail: string | null;
+      readonly notes: string[];
+    };
+
+export interface StudentDecisionContext {
+  readonly mode: WriteMode;
+  readonly today: string;
+  readonly newId: () => string;
+}
+
+function ownerRejection(owners: readonly EmailOwner[] | undefined): StudentRejection | null {
+  if (!owners || owners.length === 0) return null;
+  if (owners.some((o) => o.erased)) return reject('ACCOUNT_DELETED', 'The address belongs to an erased account, which cannot be recreated through the API.');
+  if (owners.some((o) => o.kind === 'staff')) return reject('EMAIL_BELONGS_TO_NON_STUDENT', 'The address belongs to a staff account.');
+  if (owners.some((o) => o.kind === 'student' && !o.inScope)) {
+    return reject('EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY', 'The address is an account of another university; it is never adopted.');
+  }
+  return reject('EMAIL_BELONGS_TO_EXISTING_ACCOUNT', 'The address belongs to a user who is not on your roster; do not retry.');
+}
+
+function resolveCohort(name: string, state: StudentBatchState): CohortRef | StudentRejection {
+  const matches = state.cohortsByName.get(name) ?? [];
+  if (matches.length === 0) return reject('COHORT_NOT_FOUND', `No cohort named "${name}" at your university; create it first with POST /v1/cohorts.`);
+  if (matches.length > 1) return reject('COHORT_NAME_AMBIGUOUS', `${matches.length} cohorts share the name "${name}".`);
+  return matches[0];
+}
+
+const isRejection = (x: CohortRef | StudentRejection): x is StudentRejection => 'code' in x;
+
+function alumniNote(isAlumni: boolean, graduationDate: string | null, cohortEndDate: string | null, implied: boolean): string {
+  const basis = graduationDate !== null
+    ? `the graduation_date ${graduationDate} implies ${implied}`
+    : cohortEndDate !== null ? `with no graduation_date, the cohort end_date ${cohortEndDate} implies ${implied}` : `the dates imply ${implied}`;
+  return `is_alumni was applied as sent (${isAlumni}), but ${basis}; a later cohort or graduation-date change will re-derive the flag and overwrite it.`;
+}
+
+const secondaryNote = (email: string) =>
+  `${email} was recorded as a secondary address of the student matched by external_id; it is not a login or the contact address until the student verifies it.`;
+
+/** Which student, if any, the row addresses; or why it cannot be matched. */
+function matchStudent(row: StudentRow, state: StudentBatchState): Match | StudentRejection {
+  const byEmail = state.byEmail.get(row.email) ?? null;
+  if (row.externalId) {
+    const byExternalId = state.byExternalId.get(row.externalId) ?? null;
+    if (byExternalId) {
+      if (byEmail?.id === byExternalId.id) return { target: byExternalId, addSecondary: false };
+      if (byEmail) return reject('EXTERNAL_ID_CONFLICT', 'The external_id belongs to a different student than this email; no merge is made.');
+      const owned = ownerRejection(state.emailOwners.get(row.email));
+      if (owned) return owned;
+      return { target: byExternalId, addSecondary: true };
+    }
+    if (state.erasedExternalIds.has(row.externalId)) {
+      return reject('ACCOUNT_DELETED', 'The external_id belongs to an erased account, which cannot be recreated through the API.');
+    }
+    if (byEmail && byEmail.externalId !== null) {
+      return reject('EXTERNAL_ID_CONFLICT', 'The email belongs to a student with a different external_id; a student number is never re-keyed.');
+    }
+  }
+  if (byEmail) return { target: byEmail, addSecondary: false };
+  const erased = state.emailOwners.get(row.email)?.some((o) => o.erased);
+  if (erased) return reject('ACCOUNT_DELETED', 'The address belongs to an erased account, which cannot be recreated through the API.');
+  return { target: null, addSecondary: false };
+}
+
+type Match = { readonly target: StudentRecord | null; readonly addSecondary: boolean };
+type Rejected = Extract<StudentDecision, { kind: 'reject' }>;
+
+/** A row that matched no student: created unless PATCH, the address is taken, or the cohort is wrong. */
+function decideCreate(row: StudentRow, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
+  const rejected = (rejection: StudentRejection): Rejected => ({ kind: 'reject', row, rejection });
+  if (context.mode === 'patch') return rejected(reject('NOT_FOUND', 'No student matches the external_id or email; PATCH never creates.'));
+  const owned = ownerRejection(state.emailOwners.get(row.email));
+  if (owned) return rejected(owned);
+  // Validation guarantees the create fields on PUT and POST.
+  const cohort = resolveCohort(row.cohortName!, state);
+  if (isRejection(cohort)) return rejected(cohort);
+  const graduationDate = row.graduationDate ?? null;
+  const implied = impliedAlumni(graduationDate, cohort.endDate, context.today);
+  const isAlumni = row.isAlumni!;
+  return {
+    kind: 'create', row, id: context.newId(), secondaryEmail: null,
+    values: {
+      email: row.email, firstName: row.firstName!, lastName: row.lastName!, externalId: row.externalId ?? null,
+      phone: row.phone ?? null, graduationDate, isAlumni, cohortId: cohort.id,
+    },
+    // The enrolment derives the flag, then the partner's value applies on top; the history
+    // keeps the derived value only when the partner's differs from it.
+    history: [...(implied === isAlumni ? [] : [{ isAlumni: implied, reason: 'cohort_enrolment' as const }]), { isAlumni, reason: 'partner_api_push' }],
+    notes: isAlumni === implied ? [] : [alumniNote(isAlumni, graduationDate, cohort.endDate, implied)],
+  };
+}
+
+/** The flag after the row: an enrolment or a move derives it first, a sent value applies on top. */
+function flagSteps(row: StudentRow, target: StudentRecord, cohort: CohortRef | null, graduationDate: string | null, today: string): AlumniChange[] {
+  const steps: AlumniChange[] = [];
+  if (cohort !== null && cohort.id !== target.cohortId) {
+    steps.push({ isAlumni: impliedAlumni(graduationDate, cohort.endDate, today), reason: target.cohortId === null ? 'cohort_enrolment' : 'cohort_move' });
+  }
+  if (row.isAlumni !== undefined) steps.push({ isAlumni: row.isAlumni, reason: 'partner_api_push' });
+  return steps;
+}
+
+const sameStudent = (values: StudentValues, target: StudentRecord) => values.firstName === target.firstName && values.lastName === target.lastName
+  && values.externalId === target.externalId && values.phone === target.phone && values.graduationDate === target.graduationDate
+  && values.isAlumni === target.isAlumni && values.cohortId === target.cohortId;
+
+/** A row that matched a student: updated unless POST, the cohort is wrong, or nothing changes. */
+function decideUpdate(row: StudentRow, match: Match & { target: StudentRecord }, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
+  const { target, addSecondary } = match;
+  if (context.mode === 'post') return { kind: 'reject', row, rejection: reject('ALREADY_EXISTS', 'The student exists already; POST creates only, and nothing was written.') };
+  const cohort = row.cohortName === undefined ? null : resolveCohort(row.cohortName, state);
+  if (cohort !== null && isRejection(cohort)) return { kind: 'reject', row, rejection: cohort };
+  const moved = cohort !== null && cohort.id !== target.cohortId;
+  const cohortEndDate = moved ? cohort.endDate : target.cohortEndDate;
+  const graduationDate = row.graduationDate !== undefined ? row.graduationDate : target.graduationDate;
+  const steps = flagSteps(row, target, cohort, graduationDate, context.today);
+  const history = alumniChanges(target.isAlumni, steps);
+
+  const notes: string[] = [];
+  const implied = impliedAlumni(graduationDate, cohortEndDate, context.today);
+  if (row.isAlumni !== undefined && row.isAlumni !== implied) notes.push(alumniNote(row.isAlumni, graduationDate, cohortEndDate, implied));
+  if (addSecondary) notes.push(secondaryNote(row.email));
+
+  const values: StudentValues = {
+    email: target.email,
+    firstName: row.firstName ?? target.firstName,
+    lastName: row.lastName ?? target.lastName,
+    externalId: row.externalId !== undefined ? row.externalId : target.externalId,
+    phone: row.phone !== undefined ? row.phone : target.phone,
+    graduationDate,
+    isAlumni: steps.length > 0 ? steps[steps.length - 1].isAlumni : target.isAlumni,
+    // Validation refuses a null cohort_name, so a student without a cohort gets one here.
+    cohortId: moved ? cohort.id : target.cohortId!,
+  };
+  if (!addSecondary && history.length === 0 && sameStudent(values, target)) return { kind: 'unchanged', row, id: target.id, cohortId: target.cohortId, notes };
+  return { kind: 'update', row, id: target.id, values, history, secondaryEmail: addSecondary ? row.email : null, notes };
+}
+
+export function decideStudentRow(row: StudentRow, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
+  const match = matchStudent(row, state);
+  if ('code' in match) return { kind: 'reject', row, rejection: match };
+  return match.target === null ? decideCreate(row, state, context) : decideUpdate(row, { ...match, target: match.target }, state, context);
+}
+
+/**
+ * Decides every row in request order. Later rows naming an email, external_id or student an
+ * earlier row already named are DUPLICATE_IN_BATCH.
+ */
+export function decideStudentBatch(rows: readonly StudentRow[], state: StudentBatchState, context: StudentDecisionContext): StudentDecision[] {
+  const seenKeys = new Set<string>();
+  const seenStudents = new Set<string>();
+  return rows.map((row) => {
+    const keys = [`email:${row.email}`, ...(row.externalId ? [`external_id:${row.externalId}`] : [])];
+    const duplicate = keys.some((k) => seenKeys.has(k));
+    keys.forEach((k) => seenKeys.add(k));
+    if (duplicate) return { kind: 'reject', row, rejection: reject('DUPLICATE_IN_BATCH', 'An earlier row of this batch names the same email or external_id; nothing was written for this row.') };
+    const decision = decideStudentRow(row, state, context);
+    if (decision.kind === 'reject' || decision.kind === 'create') return decision;
+    if (seenStudents.has(decision.id)) {
+      return { kind: 'reject', row, rejection: reject('DUPLICATE_IN_BATCH', 'An earlier row of this batch addresses the same student; nothing was written for this row.') };
+    }
+    seenStudents.add(decision.id);
+    return decision;
+  });
+}
+
+export interface StudentResult {
+  email: string | null;
+  status: RowStatus;
+  id?: string;
+  cohort_id?: string | null;
+  code?: StudentRowCode;
+  message?: string;
+  notes?: string[];
+}
+
+export function studentResult(decision: StudentDecision): StudentResult {
+  const email = decision.row.sentEmail;
+  switch (decision.kind) {
+    case 'reject':
+      return { email, status: 'rejected', code: decision.rejection.code, message: decision.rejection.message };
+    case 'unchanged':
+      return { email, status: 'unchanged', id: decision.id, cohort_id: decision.cohortId, ...(decision.notes.length ? { notes: decision.notes } : {}) };
+    default:
+      return {
+        email, status: decision.kind === 'create' ? 'created' : 'updated', id: decision.id, cohort_id: decision.values.cohortId,
+        ...(decision.notes.length ? { notes: decision.notes } : {}),
+      };
+  }
+}
