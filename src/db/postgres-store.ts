@@ -1,5 +1,6 @@
 import net from 'node:net';
 import postgres from 'postgres';
+import { Pool, TimeoutError } from 'tarn';
 import { type Queryable, type Store, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, transactionPreamble } from './store.ts';
 
 /**
@@ -39,11 +40,11 @@ interface CustomSocket {
 /**
  * One server session, owned by one caller at a time. Each has a postgres.js instance of its own
  * (max 1) whose socket this class opens: postgres.js gets exactly one socket per session and
- * never reconnects it. When the session dies, its statements fail, the session is discarded and
- * the pool opens a new one. postgres.js's own `reserve()` kept using a reserved connection after
- * its backend died (porsager/postgres#1208): the next statement wrote to a null socket from a
- * timer, an uncaught TypeError that ended the process; statements queued behind a full
- * pipeline were never settled.
+ * never reconnects it. When the session dies, its statements fail and the pool destroys it
+ * instead of handing it out again. postgres.js's own `reserve()` kept using a reserved
+ * connection after its backend died (porsager/postgres#1208): the next statement wrote to a
+ * null socket from a timer, an uncaught TypeError that ended the process; statements queued
+ * behind a full pipeline were never settled.
  */
 class Session {
   readonly sql: postgres.Sql;
@@ -54,7 +55,7 @@ class Session {
   /** Rejecters of the statements sent and not yet settled. */
   private readonly outstanding = new Set<(error: StoreUnavailableError) => void>();
 
-  constructor(url: string, private readonly limits: PoolLimits, private readonly onLost: (session: Session) => void) {
+  constructor(url: string, private readonly limits: StoreTimeouts) {
     const customSocket: CustomSocket = { socket: (options) => this.openSocket(options.host[0], options.port[0]) };
     this.sql = postgres(url, Object.assign({
       max: 1,
@@ -82,10 +83,6 @@ class Session {
     });
   }
 
-  get busy(): boolean {
-    return this.outstanding.size > 0;
-  }
-
   /** Ends the session at once: its socket is destroyed and every statement in flight fails. */
   destroy(error: StoreUnavailableError): void {
     if (this.lost) return;
@@ -93,7 +90,6 @@ class Session {
     for (const fail of [...this.outstanding]) fail(error);
     this.socket?.destroy();
     this.sql.end({ timeout: 0 }).catch(() => {});
-    this.onLost(this);
   }
 
   private async openSocket(host: string, port: number): Promise<net.Socket> {
@@ -181,85 +177,70 @@ class Lease {
 
 type PoolLimits = StoreTimeouts & { maxConnections: number };
 
-interface Waiter {
-  resolve(session: Session): void;
-  reject(error: Error): void;
-  timer: NodeJS.Timeout;
-}
+const shuttingDown = () => new StoreUnavailableError('CONNECTION_ENDED', 'The service is shutting down.');
 
-/** Sessions to one server, at most `maxConnections`; a caller waits at most `poolWaitMs` for one. */
+/**
+ * Sessions to one server, pooled by tarn: at most `maxConnections`, and a caller waits at most
+ * `poolWaitMs` for one. A session is checked when it is handed out: a lost one, or one past its
+ * lifetime, is destroyed there and another taken or opened in its place.
+ */
 class SessionPool {
+  private readonly pool: Pool<Session>;
+  /** Every session not yet destroyed, handed out or not, so that close() can end them all. */
   private readonly sessions = new Set<Session>();
-  private readonly idle: Session[] = [];
-  private readonly waiters: Waiter[] = [];
+  private readonly waiting = new Set<ReturnType<Pool<Session>['acquire']>>();
   private closed = false;
 
-  constructor(private readonly url: string, private readonly limits: PoolLimits) {}
+  constructor(url: string, private readonly limits: PoolLimits) {
+    this.pool = new Pool<Session>({
+      min: 0,
+      max: limits.maxConnections,
+      acquireTimeoutMillis: limits.poolWaitMs,
+      // Opening a session sends nothing: it connects on its first statement, in one pipeline with
+      // it, and a failed connect fails that statement at once. A create that throws (a malformed
+      // URL) fails the caller then too, instead of being retried until the wait runs out.
+      create: () => {
+        const session = new Session(url, limits);
+        this.sessions.add(session);
+        return session;
+      },
+      propagateCreateError: true,
+      validate: (session) => !session.lost && Date.now() - session.openedAt < CONNECTION_LIFETIME_MS,
+      destroy: (session) => {
+        this.sessions.delete(session);
+        return session.sql.end({ timeout: 5 });
+      },
+      // An idle session past its lifetime would not pass validate; end it without waiting for a caller.
+      idleTimeoutMillis: CONNECTION_LIFETIME_MS,
+    });
+  }
 
   async lease(storeWaitMs = this.limits.storeWaitMs): Promise<Lease> {
-    return new Lease(await this.acquire(), storeWaitMs);
+    if (this.closed) throw shuttingDown();
+    const acquire = this.pool.acquire();
+    this.waiting.add(acquire);
+    try {
+      return new Lease(await acquire.promise, storeWaitMs);
+    } catch (error) {
+      if (this.closed) throw shuttingDown();
+      if (error instanceof TimeoutError) throw new StoreUnavailableError('POOL_TIMEOUT', `No data store connection came free within ${this.limits.poolWaitMs} ms.`);
+      throw error;
+    } finally {
+      this.waiting.delete(acquire);
+    }
   }
 
   release(lease: Lease): void {
     lease.end();
-    const { session } = lease;
-    if (session.lost) return;
-    if (this.closed || Date.now() - session.openedAt > CONNECTION_LIFETIME_MS) {
-      this.sessions.delete(session);
-      session.sql.end({ timeout: 5 }).catch(() => {});
-      this.serveWaiter(() => this.open());
-      return;
-    }
-    if (!this.serveWaiter(() => session)) this.idle.push(session);
+    this.pool.release(lease.session);
   }
 
+  /** Callers still waiting are refused at once; sessions in use are ended with the idle ones. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const waiter of this.waiters.splice(0)) {
-      clearTimeout(waiter.timer);
-      waiter.reject(new StoreUnavailableError('CONNECTION_ENDED', 'The service is shutting down.'));
-    }
+    for (const acquire of this.waiting) acquire.abort();
     await Promise.all([...this.sessions].map((session) => session.sql.end({ timeout: 5 })));
-  }
-
-  private acquire(): Promise<Session> {
-    if (this.closed) return Promise.reject(new StoreUnavailableError('CONNECTION_ENDED', 'The service is shutting down.'));
-    const idle = this.idle.pop();
-    if (idle) return Promise.resolve(idle);
-    if (this.sessions.size < this.limits.maxConnections) return Promise.resolve(this.open());
-    return new Promise((resolve, reject) => {
-      const waiter: Waiter = {
-        resolve, reject,
-        timer: setTimeout(() => {
-          this.waiters.splice(this.waiters.indexOf(waiter), 1);
-          reject(new StoreUnavailableError('POOL_TIMEOUT', `No data store connection came free within ${this.limits.poolWaitMs} ms.`));
-        }, this.limits.poolWaitMs),
-      };
-      this.waiters.push(waiter);
-    });
-  }
-
-  private open(): Session {
-    const session = new Session(this.url, this.limits, (lost) => this.forget(lost));
-    this.sessions.add(session);
-    return session;
-  }
-
-  /** A lost session leaves the pool; a caller waiting for one gets a new session in its place. */
-  private forget(session: Session): void {
-    // A session retired on release has left already, and its place was filled then.
-    if (!this.sessions.delete(session)) return;
-    const idleAt = this.idle.indexOf(session);
-    if (idleAt >= 0) this.idle.splice(idleAt, 1);
-    this.serveWaiter(() => this.open());
-  }
-
-  private serveWaiter(session: () => Session): boolean {
-    const waiter = this.closed ? undefined : this.waiters.shift();
-    if (!waiter) return false;
-    clearTimeout(waiter.timer);
-    waiter.resolve(session());
-    return true;
+    await this.pool.destroy();
   }
 }
 
