@@ -1,6 +1,6 @@
 /**
  * `npm run docs`: writes the generated sections of docs/api.md from the code that holds each
- * fact (the resource registry, the error catalogue, the limits). test/docs.test.ts fails when a
+ * fact (the resource registry, the write shapes, the row codes, the error catalogue, the limits). test/docs.test.ts fails when a
  * section has drifted from what this would write.
  */
 import { readFile, writeFile } from 'node:fs/promises';
@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { ERRORS, type ErrorCode } from '../src/errors.ts';
 import { LIMITS, LIMIT_DESCRIPTIONS, type Limit } from '../src/limits.ts';
 import { resources } from '../src/resources/registry.ts';
+import { WRITE_SHAPES, type WriteField } from '../src/resources/write-shapes.ts';
+import { COHORT_ROW_CODES, STUDENT_ROW_CODES } from '../src/writes/row-codes.ts';
 
 export const API_DOC = fileURLToPath(new URL('../docs/api.md', import.meta.url));
 
@@ -34,8 +36,27 @@ function limitsSection(): string {
     [LIMIT_DESCRIPTIONS[name].bounds, LIMITS[name].toLocaleString('en-US'), LIMIT_DESCRIPTIONS[name].answer]));
 }
 
+function fieldType(field: WriteField): string {
+  const type = field.values ? field.values.map((v) => `\`${v}\``).join(' \\| ') : field.kind;
+  return `${type}${field.maxLength ? `, ≤ ${field.maxLength} characters${field.kind === 'text[]' ? ' each' : ''}` : ''}`;
+}
+
+function writeFieldsSection(): string {
+  return Object.entries(WRITE_SHAPES).map(([resource, shape]) => `**${resource}** (key: \`${shape.key}\`)\n\n${
+    table(['field', 'type', 'on create', 'null clears it', 'meaning'], Object.entries(shape.fields).map(([name, f]: [string, WriteField]) => [
+      `\`${name}\``, fieldType(f), f.requiredOnCreate ? 'required' : 'optional', f.nullable ? 'yes' : 'no', f.description ?? '',
+    ]))}`).join('\n\n');
+}
+
+function rowCodesSection(): string {
+  const rows = (codes: Readonly<Record<string, string>>) => Object.entries(codes).map(([code, when]) => [`\`${code}\``, when]);
+  return `**students**\n\n${table(['code', 'when'], rows(STUDENT_ROW_CODES))}\n\n**cohorts**\n\n${table(['code', 'when'], rows(COHORT_ROW_CODES))}`;
+}
+
 export const GENERATED_SECTIONS: Readonly<Record<string, () => string>> = {
   resources: resourcesSection,
+  'write-fields': writeFieldsSection,
+  'row-codes': rowCodesSection,
   errors: errorsSection,
   limits: limitsSection,
 };
