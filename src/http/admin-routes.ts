@@ -14,6 +14,7 @@ import { alumniHistory, eraseStudent, setGraduationDateInApp, signIn, verifyEmai
 import { type TokenAuthenticator, issueToken, revokeToken } from '../domain/tokens.ts';
 import { ApiError } from '../errors.ts';
 import { bearerToken } from './auth.ts';
+import type { AuthFailureGuard } from './rate-limits.ts';
 
 const uuid = { type: 'string', format: 'uuid' } as const;
 const name = { type: 'string', minLength: 1, maxLength: 200 } as const;
@@ -27,21 +28,23 @@ function body(required: string[], properties: Record<string, unknown>) {
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-function requireAdminKey(adminKey: string | undefined) {
+function requireAdminKey(adminKey: string | undefined, failures: AuthFailureGuard) {
   const expected = adminKey === undefined ? null : digest(adminKey);
   return async (request: FastifyRequest) => {
     if (expected === null) throw new ApiError(404, 'NOT_FOUND', 'The operator API is disabled: PDS_ADMIN_KEY is not set.');
+    await failures.check(request);
     const given = bearerToken(request.headers.authorization);
     if (given === null || !timingSafeEqual(digest(given), expected)) {
+      await failures.record(request);
       throw new ApiError(401, 'UNAUTHORIZED', 'The operator API needs Authorization: Bearer $PDS_ADMIN_KEY.', null, null,
         { 'www-authenticate': 'Bearer' });
     }
   };
 }
 
-export async function adminRoutes(app: FastifyInstance, deps: { db: Database; tokens: TokenAuthenticator; adminKey?: string }) {
+export async function adminRoutes(app: FastifyInstance, deps: { db: Database; tokens: TokenAuthenticator; authFailures: AuthFailureGuard; adminKey?: string }) {
   const { db } = deps;
-  app.addHook('onRequest', requireAdminKey(deps.adminKey));
+  app.addHook('onRequest', requireAdminKey(deps.adminKey, deps.authFailures));
   const hidden = { hide: true };
 
   app.post('/consortia', { schema: { ...hidden, body: body(['name'], { name }) } }, async (request, reply) => {

@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';
 import type { Principal, TokenAuthenticator } from '../domain/tokens.ts';
+import type { AuthFailureGuard } from './rate-limits.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -21,14 +22,19 @@ export function bearerToken(header: string | undefined): string | null {
   return match ? match[1] : null;
 }
 
-export function authenticatePartner(tokens: TokenAuthenticator) {
+export function authenticatePartner(tokens: TokenAuthenticator, failures: AuthFailureGuard) {
+  const refuse = async (request: FastifyRequest, message: string) => {
+    await failures.record(request);
+    return unauthorized(message);
+  };
   return async (request: FastifyRequest) => {
+    await failures.check(request);
     const header = request.headers.authorization;
-    if (header === undefined) throw unauthorized('The request carries no bearer token.');
+    if (header === undefined) throw await refuse(request, 'The request carries no bearer token.');
     const token = bearerToken(header);
-    if (token === null) throw unauthorized('The Authorization header is not of the form "Bearer <token>".');
+    if (token === null) throw await refuse(request, 'The Authorization header is not of the form "Bearer <token>".');
     const principal = await tokens.authenticate(token);
-    if (!principal) throw unauthorized('The bearer token is unknown, revoked or expired.');
+    if (!principal) throw await refuse(request, 'The bearer token is unknown, revoked or expired.');
     request.principal = principal;
   };
 }

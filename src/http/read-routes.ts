@@ -80,33 +80,30 @@ function readHandler(db: Database, resource: Resource) {
   };
 }
 
-function methodNotAllowed(allow: string) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    reply.header('allow', allow);
-    throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed here.`, null, `Allowed: ${allow}.`);
-  };
+/** The methods a resource serves; any other method on it is 405 with this Allow. */
+function allowedMethods(resource: Resource): string {
+  return writableResources.has(resource.name) ? WRITE_METHODS : READ_METHODS;
 }
 
 export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks }): void {
   for (const resource of resources) {
-    const url = `/v1/${resource.name}`;
-    app.get(url, {
+    app.get(`/v1/${resource.name}`, {
       schema: readSchema(resource),
       // Validation is the query parser's job; the schema documents the parameters.
       validatorCompiler: () => () => true,
       preHandler: deps.limits.read,
     }, readHandler(deps.db, resource));
-    const writable = writableResources.has(resource.name);
-    app.route({
-      method: writable ? ['DELETE'] : ['POST', 'PUT', 'PATCH', 'DELETE'],
-      url,
-      schema: { hide: true },
-      handler: methodNotAllowed(writable ? WRITE_METHODS : READ_METHODS),
-    });
   }
-  app.all('/v1/:resource', { schema: { hide: true } }, async (request) => {
-    const { resource } = request.params as { resource: string };
-    throw new ApiError(404, 'PGRST205', `Could not find the resource '${resource}'`, null,
+  // Reached by every method a resource's own routes do not serve, and by unknown resources.
+  app.all('/v1/:resource', { schema: { hide: true } }, async (request, reply) => {
+    const name = (request.params as { resource: string }).resource;
+    const resource = resources.find((r) => r.name === name);
+    if (resource) {
+      const allow = allowedMethods(resource);
+      reply.header('allow', allow);
+      throw new ApiError(405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed here.`, null, `Allowed: ${allow}.`);
+    }
+    throw new ApiError(404, 'PGRST205', `Could not find the resource '${name}'`, null,
       `The resources are: ${resources.map((r) => r.name).join(', ')}.`);
   });
 }

@@ -1,0 +1,97 @@
+/**
+ * The HTTP edge below the routes: answers Node's parser gives before Fastify sees a request
+ * (malformed request line or headers, header overflow, slow clients), Fastify's own framework
+ * errors, the request id, and closing connections whose body was not read. Every answer
+ * carries the documented body `{ code, message, details, hint }` (decisions D3).
+ */
+import { randomUUID } from 'node:crypto';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../errors.ts';
+
+/** The request line and headers together; over it, 431 HEADERS_TOO_LARGE. */
+export const MAX_HEADER_BYTES = 64 * 1024;
+
+/** An incoming X-Request-Id is kept only when it is a short token safe in headers and logs. */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** How long a socket answered at parser level may stay open to let the client read the answer. */
+const CLIENT_ERROR_LINGER_MS = 1_000;
+
+export function requestIdOf(request: IncomingMessage): string {
+  const incoming = request.headers['x-request-id'];
+  return typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+}
+
+function parserErrorToApiError(error: NodeJS.ErrnoException): ApiError {
+  switch (error.code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new ApiError(408, 'REQUEST_TIMEOUT', 'The request did not arrive in time.', null,
+        'Send the headers and the body without pauses; the service closes slow requests.');
+    case 'HPE_HEADER_OVERFLOW':
+      return new ApiError(431, 'HEADERS_TOO_LARGE', 'The request line and headers are larger than the service accepts.', null,
+        `Keep the URL and headers under ${MAX_HEADER_BYTES / 1024} KiB.`);
+    case 'HPE_INVALID_METHOD':
+      return new ApiError(400, 'BAD_REQUEST', 'The request method is not an HTTP method.', null,
+        'Use GET or HEAD to read; PUT, POST or PATCH to write.');
+    default:
+      return new ApiError(400, 'BAD_REQUEST', 'The request is not valid HTTP/1.1.', null,
+        'Check the request line, header syntax, Content-Length and Transfer-Encoding.');
+  }
+}
+
+/** Node's parser rejected the bytes: there is no request object, so the answer is written raw. */
+function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const apiError = parserErrorToApiError(error);
+  this.log.info({ code: apiError.code, parserError: error.code }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify(apiError.toBody());
+    socket.end(`HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\n`
+      + 'Content-Type: application/json; charset=utf-8\r\n'
+      + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  // Closing at once with unread input would reset the connection and lose the answer.
+  socket.resume();
+  setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
+}
+
+/** Errors Fastify raises before routing, e.g. a path whose percent-encoding is not UTF-8. */
+function answerFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const apiError = error.code === 'FST_ERR_BAD_URL'
+    ? new ApiError(400, 'BAD_REQUEST', 'The request path is not valid percent-encoded UTF-8.', null, null)
+    : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? new ApiError(414, 'URI_TOO_LONG', 'A path segment is longer than the service accepts.', null, null)
+      : new ApiError(400, 'BAD_REQUEST', 'The request could not be routed.', null, null);
+  reply.code(apiError.status).header('connection', 'close').type('application/json; charset=utf-8').send(apiError.toBody());
+}
+
+export const edgeOptions = {
+  genReqId: requestIdOf,
+  clientErrorHandler: answerClientError,
+  frameworkErrors: answerFrameworkError,
+};
+
+export function installEdgeHooks(app: FastifyInstance): void {
+  // Fastify's own 503 while closing has another body shape, so closing is answered here.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (request) => {
+    if (closing) {
+      throw new ApiError(503, 'SHUTTING_DOWN', 'The service is shutting down.', null, 'Retry with backoff.', { 'retry-after': '1' });
+    }
+    // Node's own answer to a missing Host is an empty 400; this one has the documented body.
+    if (request.raw.httpVersion === '1.1' && request.raw.headers.host === undefined) {
+      throw new ApiError(400, 'BAD_REQUEST', 'An HTTP/1.1 request needs a Host header.', null, null, { connection: 'close' });
+    }
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    // An answer given before the body was read (401, 413, 415…) ends the connection, so the
+    // rest of the body is never read.
+    if (request.raw.complete === false) reply.header('connection', 'close');
+  });
+}
