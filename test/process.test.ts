@@ -93,11 +93,10 @@ describe('npm start and its data folder and port', () => {
   });
 
   test('a second process on the same data folder refuses to start and changes nothing', async () => {
-    const lockBefore = await readFile(join(dataDir, DATA_DIR_LOCK_FILE), 'utf8');
     const second = start(dataDir, await freePort());
     const message = await refused(second);
-    assert.match(message, /PDS_DATA_DIR .* is in use by process \d+/);
-    assert.equal(await readFile(join(dataDir, DATA_DIR_LOCK_FILE), 'utf8'), lockBefore);
+    assert.match(message, new RegExp(`PDS_DATA_DIR .* is in use by process ${first.child.pid} `));
+    assert.equal(JSON.parse(await readFile(join(dataDir, DATA_DIR_LOCK_FILE), 'utf8')).pid, first.child.pid);
     assert.equal(await status(port, firstToken), 200);
   });
 
