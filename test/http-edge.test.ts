@@ -83,6 +83,7 @@ describe('answers below the routes have the documented error body', () => {
     ['a percent-escape that is not UTF-8', ['GET /v1/stud%ffents HTTP/1.1\r\nHost: x\r\n\r\n'], 400, 'BAD_REQUEST'],
     ['a 70,000-character URL', [`GET /v1/students?select=${'a'.repeat(70_000)} HTTP/1.1\r\nHost: x\r\n\r\n`], 431, 'HEADERS_TOO_LARGE'],
     ['no Host header', ['GET /v1/students HTTP/1.1\r\n\r\n'], 400, 'BAD_REQUEST'],
+    ['an Expect other than 100-continue', ['GET /v1/students HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n'], 417, 'EXPECTATION_FAILED'],
     ['headers that never finish (408)', ['GET /v1/students HTTP/1.1\r\nHost: x\r\n'], 408, 'REQUEST_TIMEOUT'],
   ];
   for (const [name, chunks, status, code] of cases) {

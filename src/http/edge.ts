@@ -41,20 +41,25 @@ function parserErrorToApiError(error: NodeJS.ErrnoException): ApiError {
   }
 }
 
+/** Writes the answer and closes the connection once the client had time to read it. */
+function writeRaw(socket: Socket, apiError: ApiError): void {
+  const body = JSON.stringify(apiError.toBody());
+  socket.end(`HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\n`
+    + 'Content-Type: application/json; charset=utf-8\r\n'
+    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  // Closing at once with unread input would reset the connection and lose the answer.
+  setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
+}
+
 /** Node's parser rejected the bytes: there is no request object, so the answer is written raw. */
 function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const apiError = parserErrorToApiError(error);
   this.log.info({ code: apiError.code, parserError: error.code }, 'client error');
-  if (socket.writable) {
-    const body = JSON.stringify(apiError.toBody());
-    socket.end(`HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\n`
-      + 'Content-Type: application/json; charset=utf-8\r\n'
-      + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-  }
-  // Closing at once with unread input would reset the connection and lose the answer.
+  // Input still arriving is read and dropped until the socket closes.
   socket.resume();
-  setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
+  if (socket.writable) writeRaw(socket, apiError);
+  else socket.destroy();
 }
 
 /** Errors Fastify raises before routing, e.g. a path whose percent-encoding is not UTF-8. */
@@ -74,6 +79,11 @@ export const edgeOptions = {
 };
 
 export function installEdgeHooks(app: FastifyInstance): void {
+  // Node answers an Expect other than 100-continue itself, with an empty 417, unless asked here.
+  app.server.on('checkExpectation', (request: IncomingMessage) => {
+    writeRaw(request.socket, new ApiError(417, 'EXPECTATION_FAILED', `The service does not support Expect: ${String(request.headers.expect).slice(0, 100)}.`,
+      null, 'Send the request without an Expect header, or with Expect: 100-continue.'));
+  });
   // Fastify's own 503 while closing has another body shape, so closing is answered here.
   let closing = false;
   app.addHook('preClose', async () => {
