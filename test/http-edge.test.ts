@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ADMIN_KEY, Harness } from './support/harness.ts';
@@ -176,12 +177,31 @@ describe('failed authentication', () => {
   });
 });
 
-describe('X-Request-Id', () => {
+describe('X-Request-Id and the connection cap', () => {
   let h: Harness;
   before(async () => {
-    h = await Harness.start('pglite');
+    h = await Harness.start('pglite', { settings: { maxConnections: 2 } });
   });
   after(() => h.close());
+
+  test('connections over PDS_MAX_CONNECTIONS are closed at accept', async () => {
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = h.app.server.address() as AddressInfo;
+    const open = async () => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      await once(socket, 'connect');
+      return socket;
+    };
+    const held = [await open(), await open()];
+    try {
+      const third = await open();
+      await Promise.race([once(third, 'close'), new Promise((_, reject) => setTimeout(() => reject(new Error('the third connection was kept')), 2_000).unref())]);
+      assert.ok(held.every((socket) => !socket.destroyed));
+    } finally {
+      held.forEach((socket) => socket.destroy());
+    }
+  });
 
   test('a short safe id is kept; anything else is replaced by a fresh one', async () => {
     const safe = await h.get('/healthz', null, { 'x-request-id': 'client-42:retry.1' });
