@@ -253,6 +253,18 @@ describe('the rate-limit store (Redis) down', () => {
   });
 
   if (process.env.TEST_REDIS_URL) {
+    test('the first request after start is counted: the start waits for the connection', async () => {
+      const h = await Harness.start('pglite', { demoStudents: 3, settings: { redisUrl: process.env.TEST_REDIS_URL, readLimitPerMin: 1 } });
+      try {
+        const source = `10.8.${randomBytes(1)[0]}.${randomBytes(1)[0]}`;
+        const get = () => h.request({ method: 'GET', url: '/v1/campuses', remoteAddress: source, headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}` } });
+        assert.equal((await get()).status, 200);
+        assert.equal((await get()).status, 429);
+      } finally {
+        await h.close();
+      }
+    });
+
     test('through a proxy closed then reopened: limits fail open, then are enforced again within seconds', { timeout: 20_000 }, async () => {
       const target = new URL(process.env.TEST_REDIS_URL!);
       const proxy = await TcpProxy.start(Number(target.port || 6379), target.hostname);

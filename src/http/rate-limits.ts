@@ -36,6 +36,7 @@ const WINDOW_MS = 60_000;
 const REDIS_COMMAND_TIMEOUT_MS = 250;
 /** ... and reconnection is retried with backoff up to this, so limits return within it. */
 const REDIS_MAX_RECONNECT_DELAY_MS = 1_000;
+const REDIS_CONNECT_TIMEOUT_MS = 1_000;
 
 const rateLimited = (max: number, reset: string, what: string) =>
   new ApiError(429, 'RATE_LIMITED', `Rate limit of ${max} ${what} per minute exceeded.`, null,
@@ -46,7 +47,7 @@ function connectRedis(app: FastifyInstance, url: string): Redis {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
-    connectTimeout: REDIS_MAX_RECONNECT_DELAY_MS,
+    connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
     retryStrategy: (attempt) => Math.min(attempt * 100, REDIS_MAX_RECONNECT_DELAY_MS),
   });
   // One log line per transition; 'error' repeats at every failed reconnect.
@@ -69,7 +70,16 @@ export async function registerRateLimits(
   settings: { readLimitPerMin: number; writeLimitPerMin: number; authFailureLimitPerMin: number; redisUrl?: string },
 ): Promise<RateLimitHooks> {
   const redis = settings.redisUrl ? connectRedis(app, settings.redisUrl) : undefined;
-  if (redis) app.addHook('onClose', async () => void redis.disconnect());
+  if (redis) {
+    app.addHook('onClose', async () => void redis.disconnect());
+    // Commands are not queued, so requests served before the connection is up would go
+    // uncounted: the start waits for it, but not past a refusal or the connect timeout.
+    await new Promise<void>((resolve) => {
+      redis.once('ready', resolve);
+      redis.once('error', () => resolve());
+      setTimeout(resolve, REDIS_CONNECT_TIMEOUT_MS).unref();
+    });
+  }
   await app.register(rateLimit, { global: false, redis, nameSpace: 'pds-rate-limit:', skipOnError: true });
 
   const hook = (max: number, keyOf: (request: FastifyRequest) => string): RateLimitHook => {
