@@ -13,6 +13,8 @@ export interface Config {
   redisUrl: string | undefined;
   readLimitPerMin: number;
   writeLimitPerMin: number;
+  /** Failed authentications (partner token or operator key) per minute per source IP. */
+  authFailureLimitPerMin: number;
   demo: boolean;
   statementTimeoutMs: number;
   /** How long a request waits for PGlite's one session before it is answered 503. */
@@ -20,10 +22,20 @@ export interface Config {
   /** Off: `Prefer: count=planned|estimated` are answered with exact counts. */
   plannedCounts: boolean;
   /** PostgreSQL connections this instance opens at most. */
-  maxConnections: number;
+  dbMaxConnections: number;
   storeTimeouts: StoreTimeouts;
   readyTimeoutMs: number;
   logLevel: string;
+  /** The whole request, headers and body, must arrive within this; else 408 and the socket closes. */
+  requestTimeoutMs: number;
+  /** The request line and headers must arrive within this; else 408. */
+  headersTimeoutMs: number;
+  /** A socket with no traffic either way for this long is closed (also during a response). */
+  idleTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** Open connections above this are refused at accept. */
+  maxConnections: number;
 }
 
 function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -43,7 +55,7 @@ function onOffSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): 
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const statementTimeoutMs = intSetting(env, 'PDS_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS);
-  return {
+  const config: Config = {
     port: intSetting(env, 'PORT', 8080),
     host: env.HOST || '127.0.0.1',
     databaseUrl: env.DATABASE_URL || undefined,
@@ -52,11 +64,12 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env.REDIS_URL || undefined,
     readLimitPerMin: intSetting(env, 'PDS_READ_LIMIT_PER_MIN', 600),
     writeLimitPerMin: intSetting(env, 'PDS_WRITE_LIMIT_PER_MIN', 60),
+    authFailureLimitPerMin: intSetting(env, 'PDS_AUTH_FAILURE_LIMIT_PER_MIN', 30),
     demo: env.PDS_DEMO !== '0',
     embeddedWaitMs: intSetting(env, 'PDS_EMBEDDED_WAIT_MS', 5000),
     plannedCounts: onOffSetting(env, 'PDS_PLANNED_COUNTS', true),
     statementTimeoutMs,
-    maxConnections: intSetting(env, 'PDS_DB_MAX_CONNECTIONS', 10),
+    dbMaxConnections: intSetting(env, 'PDS_DB_MAX_CONNECTIONS', 10),
     storeTimeouts: {
       connectTimeoutMs: intSetting(env, 'PDS_DB_CONNECT_TIMEOUT_MS', DEFAULT_STORE_TIMEOUTS.connectTimeoutMs),
       poolWaitMs: intSetting(env, 'PDS_DB_POOL_WAIT_MS', DEFAULT_STORE_TIMEOUTS.poolWaitMs),
@@ -65,5 +78,18 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     readyTimeoutMs: intSetting(env, 'PDS_READY_TIMEOUT_MS', DEFAULT_READY_TIMEOUT_MS),
     logLevel: env.LOG_LEVEL || 'info',
+    requestTimeoutMs: intSetting(env, 'PDS_REQUEST_TIMEOUT_MS', 30_000),
+    headersTimeoutMs: intSetting(env, 'PDS_HEADERS_TIMEOUT_MS', 10_000),
+    idleTimeoutMs: intSetting(env, 'PDS_IDLE_TIMEOUT_MS', 30_000),
+    keepAliveTimeoutMs: intSetting(env, 'PDS_KEEP_ALIVE_TIMEOUT_MS', 5_000),
+    maxConnections: intSetting(env, 'PDS_MAX_CONNECTIONS', 1_000),
   };
+  // Node refuses a headers timeout above the request timeout.
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new Error(`PDS_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed PDS_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`);
+  }
+  return config;
 }
+
+/** Every setting's default, for callers (tests) that give only some settings. */
+export const CONFIG_DEFAULTS: Config = readConfig({});

@@ -28,6 +28,13 @@ const define = <Args extends readonly unknown[]>(definition: ErrorDefinition<Arg
 
 const RETRY_SOON = { 'retry-after': '1' } as const;
 const TOKEN_HINT = 'Send Authorization: Bearer <token> with a token issued by the operator.';
+const BAD_REQUEST_TEXTS = {
+  method: { message: 'The request method is not an HTTP method.', hint: 'Use GET or HEAD to read; PUT, POST or PATCH to write.' },
+  syntax: { message: 'The request is not valid HTTP/1.1.', hint: 'Check the request line, header syntax, Content-Length and Transfer-Encoding.' },
+  encoding: { message: 'The request path is not valid percent-encoded UTF-8.' },
+  route: { message: 'The request could not be routed.' },
+  host: { message: 'An HTTP/1.1 request needs a Host header.' },
+} as const satisfies Record<string, ErrorText>;
 const UNAUTHORIZED_MESSAGES = {
   missing: 'The request carries no bearer token.',
   malformed: 'The Authorization header is not of the form "Bearer <token>".',
@@ -109,11 +116,10 @@ export const ERRORS = {
     }),
   }),
   URI_TOO_LONG: define({
-    status: 414, when: `The query string is longer than ${LIMITS.maxQueryStringBytes} bytes.`,
-    text: () => ({
-      message: `The query string is longer than ${LIMITS.maxQueryStringBytes} bytes.`,
-      hint: 'Use fewer or shorter filters, or page with keyset pagination.',
-    }),
+    status: 414, when: `The query string is longer than ${LIMITS.maxQueryStringBytes} bytes, or a path segment longer than the router accepts.`,
+    text: (part: 'query' | 'segment' = 'query') => part === 'query'
+      ? { message: `The query string is longer than ${LIMITS.maxQueryStringBytes} bytes.`, hint: 'Use fewer or shorter filters, or page with keyset pagination.' }
+      : { message: 'A path segment is longer than the service accepts.' },
   }),
 
   // Authentication and authorisation.
@@ -130,13 +136,34 @@ export const ERRORS = {
       : { message: 'This token is not enabled for writing.', hint: 'Ask the operator for a write-enabled token of your university.' },
   }),
   RATE_LIMITED: define({
-    status: 429, when: 'Over the read or write rate limit; Retry-After says when to try again.',
-    text: (perMinute: number, retryAfterSeconds: string) => ({
-      message: `Rate limit of ${perMinute} requests per minute exceeded.`, hint: `Retry after ${retryAfterSeconds} seconds, with backoff.`,
+    status: 429, when: 'Over the read or write rate limit, or too many failed authentications from one address; Retry-After says when to try again.',
+    text: (perMinute: number, retryAfterSeconds: string, what: 'requests' | 'failed authentications') => ({
+      message: `Rate limit of ${perMinute} ${what} per minute exceeded.`, hint: `Retry after ${retryAfterSeconds} seconds, with backoff.`,
     }),
   }),
 
   // Request shape.
+  BAD_REQUEST: define({
+    status: 400, when: 'Bytes that are not a valid HTTP/1.1 request (method, syntax, length framing, path encoding, Host).',
+    text: (problem: keyof typeof BAD_REQUEST_TEXTS) => BAD_REQUEST_TEXTS[problem],
+  }),
+  REQUEST_TIMEOUT: define({
+    status: 408, when: `The request line, headers or body did not arrive within the request timeout.`,
+    text: () => ({ message: 'The request did not arrive in time.', hint: 'Send the headers and the body without pauses; the service closes slow requests.' }),
+  }),
+  HEADERS_TOO_LARGE: define({
+    status: 431, when: 'The request line and headers are larger than the service accepts.',
+    text: (maxBytes: number) => ({
+      message: 'The request line and headers are larger than the service accepts.', hint: `Keep the URL and headers under ${maxBytes / 1024} KiB.`,
+    }),
+  }),
+  EXPECTATION_FAILED: define({
+    status: 417, when: 'An Expect header other than 100-continue.',
+    text: (expect: string) => ({
+      message: `The service does not support Expect: ${expect.slice(0, 100)}.`,
+      hint: 'Send the request without an Expect header, or with Expect: 100-continue.',
+    }),
+  }),
   NOT_FOUND: define({
     status: 404, when: 'No endpoint at that path, or no record with that id on the operator API.',
     text: (message: string) => ({ message }),
@@ -222,6 +249,11 @@ export const ERRORS = {
   NOT_READY: define({
     status: 503, when: 'GET /readyz while migrations are pending.',
     text: (pending: number) => ({ message: 'The service is not ready: the store is not migrated.', details: `${pending} migration(s) pending.` }),
+    headers: RETRY_SOON,
+  }),
+  SHUTTING_DOWN: define({
+    status: 503, when: 'A request that arrives while the instance is shutting down.',
+    text: () => ({ message: 'The service is shutting down.', hint: 'Retry with backoff.' }),
     headers: RETRY_SOON,
   }),
   INTERNAL: define({

@@ -1,8 +1,11 @@
 /**
- * `npm start`: opens the store (PGlite in PDS_DATA_DIR unless DATABASE_URL is set), migrates
- * it, fills a new embedded store with demo data, serves, and prints how to call the service.
+ * `npm start`: locks the embedded data folder, opens the store (PGlite in PDS_DATA_DIR unless
+ * DATABASE_URL is set), migrates it, binds the port, then fills a new embedded store with demo
+ * data and prints how to call the service. A start that cannot have the folder or the port
+ * says so in one line and exits 1 before any demo token is issued.
  */
 import { readConfig } from './config.ts';
+import { DataDirInUseError, lockDataDir } from './db/data-dir-lock.ts';
 import { Database } from './db/database.ts';
 import { demoExists, loadDemoData } from './db/demo-data.ts';
 import { type DemoUniversity, issueDemoStartTokens } from './domain/demo.ts';
@@ -10,13 +13,41 @@ import { migrate } from './db/migrate.ts';
 import { openStore } from './db/store.ts';
 import { buildApp } from './http/app.ts';
 
+function refuseToStart(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
+
 const config = readConfig();
+if (!config.databaseUrl) {
+  try {
+    lockDataDir(config.dataDir);
+  } catch (error) {
+    if (error instanceof DataDirInUseError) refuseToStart(error.message);
+    throw error;
+  }
+}
 const store = await openStore({
   databaseUrl: config.databaseUrl, dataDir: config.dataDir, embeddedWaitMs: config.embeddedWaitMs,
-  maxConnections: config.maxConnections, timeouts: config.storeTimeouts,
+  maxConnections: config.dbMaxConnections, timeouts: config.storeTimeouts,
 });
 await migrate(store);
 const db = new Database(store, config.statementTimeoutMs);
+
+// The port is bound before demo tokens are issued, so a start that cannot serve revokes none of
+// the running instance's (migrations are idempotent; the embedded folder is this process's alone).
+const app = await buildApp(config, db);
+try {
+  await app.listen({ port: config.port, host: config.host });
+} catch (error) {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'EADDRNOTAVAIL') throw error;
+  await app.close();
+  await store.close();
+  refuseToStart(code === 'EADDRINUSE'
+    ? `Port ${config.port} on ${config.host} is in use by another process; stop it or set PORT to a free port.`
+    : `Cannot listen on ${config.host}:${config.port} (${code}); set PORT and HOST to an address this process may use.`);
+}
 
 let demo: DemoUniversity | null = null;
 if (!config.databaseUrl && config.demo) {
@@ -31,8 +62,6 @@ if (!config.databaseUrl && config.demo) {
   });
 }
 
-const app = await buildApp(config, db);
-await app.listen({ port: config.port, host: config.host });
 const baseUrl = `http://${config.host}:${config.port}`;
 
 const banner = [

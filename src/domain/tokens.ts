@@ -59,11 +59,16 @@ interface CachedPrincipal {
 /**
  * Resolves a bearer token to its principal. Lookups are cached briefly because every request
  * needs one; a revocation through this instance takes effect at once, one through another
- * instance within CACHE_MS.
+ * instance within CACHE_MS. Unknown hashes are remembered as long, so a repeated bad token
+ * costs one lookup, not one per request.
  */
 export class TokenAuthenticator {
   static readonly CACHE_MS = 5_000;
+  /** Bounds the memory random tokens can take; the oldest unknown hash is forgotten first. */
+  static readonly MAX_UNKNOWN_HASHES = 10_000;
   private readonly cache = new Map<string, CachedPrincipal>();
+  /** Hash → until when it is known to match no active token. */
+  private readonly unknown = new Map<string, number>();
 
   constructor(private readonly db: Database) {}
 
@@ -73,15 +78,24 @@ export class TokenAuthenticator {
     const now = Date.now();
     let entry = this.cache.get(hash) ?? null;
     if (!entry || entry.cachedUntilMs < now) {
+      if ((this.unknown.get(hash) ?? 0) >= now) return null;
       entry = await this.load(hash, now);
       if (!entry) {
         this.cache.delete(hash);
+        this.rememberUnknown(hash, now);
         return null;
       }
+      this.unknown.delete(hash);
       this.cache.set(hash, entry);
     }
     if (entry.expiresAtMs !== null && entry.expiresAtMs <= now) return null;
     return entry.principal;
+  }
+
+  private rememberUnknown(hash: string, now: number): void {
+    this.unknown.delete(hash);
+    if (this.unknown.size >= TokenAuthenticator.MAX_UNKNOWN_HASHES) this.unknown.delete(this.unknown.keys().next().value!);
+    this.unknown.set(hash, now + TokenAuthenticator.CACHE_MS);
   }
 
   forget(tokenId: string): void {

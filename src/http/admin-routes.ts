@@ -15,9 +15,10 @@ import {
 import { alumniHistory, eraseStudent, setGraduationDateInApp, signIn, verifyEmail } from '../domain/student-events.ts';
 import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH, NO_CONTROL_CHARACTERS_PATTERN } from '../resources/text.ts';
 import { type TokenAuthenticator, issueToken, revokeToken } from '../domain/tokens.ts';
-import { ApiError } from '../errors.ts';
+import { apiError } from '../errors.ts';
 import { bearerToken } from './auth.ts';
 import { cohortCreateBody } from './write-schemas.ts';
+import type { AuthFailureGuard } from './rate-limits.ts';
 
 const uuid = { type: 'string', format: 'uuid' } as const;
 const singleLine = { type: 'string', maxLength: MAX_NAME_LENGTH, pattern: NO_CONTROL_CHARACTERS_PATTERN } as const;
@@ -33,21 +34,22 @@ function body(required: string[], properties: Record<string, unknown>) {
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-function requireAdminKey(adminKey: string | undefined) {
+function requireAdminKey(adminKey: string | undefined, failures: AuthFailureGuard) {
   const expected = adminKey === undefined ? null : digest(adminKey);
   return async (request: FastifyRequest) => {
-    if (expected === null) throw new ApiError(404, 'NOT_FOUND', 'The operator API is disabled: PDS_ADMIN_KEY is not set.');
+    if (expected === null) throw apiError('NOT_FOUND', 'The operator API is disabled: PDS_ADMIN_KEY is not set.');
+    await failures.check(request);
     const given = bearerToken(request.headers.authorization);
     if (given === null || !timingSafeEqual(digest(given), expected)) {
-      throw new ApiError(401, 'UNAUTHORIZED', 'The operator API needs Authorization: Bearer $PDS_ADMIN_KEY.', null, null,
-        { 'www-authenticate': 'Bearer' });
+      await failures.record(request);
+      throw apiError('UNAUTHORIZED', 'operator');
     }
   };
 }
 
-export async function adminRoutes(app: FastifyInstance, deps: { db: Database; tokens: TokenAuthenticator; adminKey?: string }) {
+export async function adminRoutes(app: FastifyInstance, deps: { db: Database; tokens: TokenAuthenticator; authFailures: AuthFailureGuard; adminKey?: string }) {
   const { db } = deps;
-  app.addHook('onRequest', requireAdminKey(deps.adminKey));
+  app.addHook('onRequest', requireAdminKey(deps.adminKey, deps.authFailures));
   const hidden = { hide: true };
 
   app.post('/consortia', { schema: { ...hidden, body: body(['name'], { name }) } }, async (request, reply) => {
@@ -91,11 +93,11 @@ export async function adminRoutes(app: FastifyInstance, deps: { db: Database; to
   }, async (request, reply) => {
     const input = request.body as { university_id?: string; consortium_id?: string; can_write?: boolean; expires_at?: string; label?: string };
     if (input.consortium_id && input.can_write) {
-      throw new ApiError(400, 'INVALID_BODY', 'Consortium tokens are read only: can_write must be false.');
+      throw apiError('INVALID_BODY', 'Consortium tokens are read only: can_write must be false.');
     }
     // Compared with this process's clock, the one that later refuses the expired token.
     if (input.expires_at !== undefined && !(Date.parse(input.expires_at) > Date.now())) {
-      throw new ApiError(400, 'INVALID_BODY', `expires_at must be in the future; ${input.expires_at} is not.`);
+      throw apiError('INVALID_BODY', `expires_at must be in the future; ${input.expires_at} is not.`);
     }
     reply.code(201);
     return db.asOperator((tx) => issueToken(tx, {
@@ -107,7 +109,7 @@ export async function adminRoutes(app: FastifyInstance, deps: { db: Database; to
   app.delete('/tokens/:id', { schema: { ...hidden, params: idParams } }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const revoked = await db.asOperator((tx) => revokeToken(tx, id));
-    if (!revoked) throw new ApiError(404, 'NOT_FOUND', 'No active token has that id.');
+    if (!revoked) throw apiError('NOT_FOUND', 'No active token has that id.');
     deps.tokens.forget(id);
     return reply.code(204).send();
   });
@@ -164,7 +166,7 @@ export async function adminRoutes(app: FastifyInstance, deps: { db: Database; to
   }, async (request, reply) => {
     const input = (request.body ?? {}) as { students?: number; seed?: number };
     const result = await db.asOperator(async (tx) => {
-      if (await demoExists(tx, input.seed)) throw new ApiError(409, 'DEMO_EXISTS', 'The demo data set for this seed exists already.', null, 'Use another seed.');
+      if (await demoExists(tx, input.seed)) throw apiError('DEMO_EXISTS');
       return loadDemo(tx, input);
     });
     reply.code(201);

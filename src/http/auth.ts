@@ -3,8 +3,9 @@
  * Tokens are looked up by hash and never logged.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../errors.ts';
+import { apiError } from '../errors.ts';
 import type { Principal, TokenAuthenticator } from '../domain/tokens.ts';
+import type { AuthFailureGuard } from './rate-limits.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -12,23 +13,25 @@ declare module 'fastify' {
   }
 }
 
-const unauthorized = (message: string) =>
-  new ApiError(401, 'UNAUTHORIZED', message, null, 'Send Authorization: Bearer <token> with a token issued by the operator.',
-    { 'www-authenticate': 'Bearer' });
 
 export function bearerToken(header: string | undefined): string | null {
   const match = header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
   return match ? match[1] : null;
 }
 
-export function authenticatePartner(tokens: TokenAuthenticator) {
+export function authenticatePartner(tokens: TokenAuthenticator, failures: AuthFailureGuard) {
+  const refuse = async (request: FastifyRequest, reason: 'missing' | 'malformed' | 'unknown') => {
+    await failures.record(request);
+    return apiError('UNAUTHORIZED', reason);
+  };
   return async (request: FastifyRequest) => {
+    await failures.check(request);
     const header = request.headers.authorization;
-    if (header === undefined) throw unauthorized('The request carries no bearer token.');
+    if (header === undefined) throw await refuse(request, 'missing');
     const token = bearerToken(header);
-    if (token === null) throw unauthorized('The Authorization header is not of the form "Bearer <token>".');
+    if (token === null) throw await refuse(request, 'malformed');
     const principal = await tokens.authenticate(token);
-    if (!principal) throw unauthorized('The bearer token is unknown, revoked or expired.');
+    if (!principal) throw await refuse(request, 'unknown');
     request.principal = principal;
   };
 }
@@ -37,11 +40,9 @@ export function authenticatePartner(tokens: TokenAuthenticator) {
 export async function requireWriteToken(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
   const { principal } = request;
   if (principal.consortiumId !== null) {
-    throw new ApiError(403, 'WRITE_NOT_ENABLED', 'Consortium tokens can only read.', null,
-      'Write with a write-enabled token of a single university.');
+    throw apiError('WRITE_NOT_ENABLED', 'consortium');
   }
   if (!principal.canWrite) {
-    throw new ApiError(403, 'WRITE_NOT_ENABLED', 'This token is not enabled for writing.', null,
-      'Ask the operator for a write-enabled token of your university.');
+    throw apiError('WRITE_NOT_ENABLED', 'read_only');
   }
 }

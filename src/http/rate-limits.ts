@@ -1,28 +1,84 @@
 /**
  * Rate limits (decisions D6): reads 600 a minute per source IP across every list endpoint,
- * writes 60 a minute per token. Counting is @fastify/rate-limit's, in memory or, with
- * REDIS_URL, shared through Redis; the headers and the 429 body are the service's own.
+ * writes 60 a minute per token, and failed authentications per source IP. Counting is
+ * @fastify/rate-limit's, in memory or, with REDIS_URL, shared through Redis; the headers and
+ * the 429 body are the service's own. While Redis is unreachable the limits fail open.
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Redis } from 'ioredis';
-import { ApiError } from '../errors.ts';
+import { apiError } from '../errors.ts';
 
 export type RateLimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
+/** Failed authentications count against the source IP before any token or key is looked up. */
+export interface AuthFailureGuard {
+  /** 429 once the source IP has used up its failures for the window; reads the count only. */
+  check(request: FastifyRequest): Promise<void>;
+  /** Counts one failed authentication of the source IP. */
+  record(request: FastifyRequest): Promise<void>;
+}
 
 export interface RateLimitHooks {
   read: RateLimitHook;
   write: RateLimitHook;
+  authFailures: AuthFailureGuard;
 }
 
 const WINDOW_MS = 60_000;
 
+/**
+ * Redis is asked with no queue, so a stopped Redis costs a request nothing, and with a deadline,
+ * so a stalled one costs at most this. A command to a reachable Redis takes under 1 ms; the
+ * margin is for a busy event loop (embedded PGlite runs on it), where a late answer would
+ * only let one request through unlimited.
+ */
+const REDIS_COMMAND_TIMEOUT_MS = 250;
+/** ... and reconnection is retried with backoff up to this, so limits return within it. */
+const REDIS_MAX_RECONNECT_DELAY_MS = 1_000;
+const REDIS_CONNECT_TIMEOUT_MS = 1_000;
+
+const rateLimited = (max: number, reset: string, what: 'requests' | 'failed authentications') =>
+  apiError('RATE_LIMITED', max, reset, what).withHeaders({ 'retry-after': reset });
+
+function connectRedis(app: FastifyInstance, url: string): Redis {
+  const redis = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+    connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
+    retryStrategy: (attempt) => Math.min(attempt * 100, REDIS_MAX_RECONNECT_DELAY_MS),
+  });
+  // One log line per transition; 'error' repeats at every failed reconnect.
+  let available = true;
+  redis.on('error', (error: Error) => {
+    if (!available) return;
+    available = false;
+    app.log.warn({ error: error.message }, 'rate-limit store unavailable; limits fail open until it returns');
+  });
+  redis.on('ready', () => {
+    if (available) return;
+    available = true;
+    app.log.info('rate-limit store available again; limits enforced');
+  });
+  return redis;
+}
+
 export async function registerRateLimits(
   app: FastifyInstance,
-  settings: { readLimitPerMin: number; writeLimitPerMin: number; redisUrl?: string },
+  settings: { readLimitPerMin: number; writeLimitPerMin: number; authFailureLimitPerMin: number; redisUrl?: string },
 ): Promise<RateLimitHooks> {
-  const redis = settings.redisUrl ? new Redis(settings.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 1 }) : undefined;
-  if (redis) app.addHook('onClose', async () => void (await redis.quit()));
+  const redis = settings.redisUrl ? connectRedis(app, settings.redisUrl) : undefined;
+  if (redis) {
+    app.addHook('onClose', async () => void redis.disconnect());
+    // Commands are not queued, so requests served before the connection is up would go
+    // uncounted: the start waits for it, but not past a refusal or the connect timeout.
+    await new Promise<void>((resolve) => {
+      redis.once('ready', resolve);
+      redis.once('error', () => resolve());
+      setTimeout(resolve, REDIS_CONNECT_TIMEOUT_MS).unref();
+    });
+  }
   await app.register(rateLimit, { global: false, redis, nameSpace: 'pds-rate-limit:', skipOnError: true });
 
   const hook = (max: number, keyOf: (request: FastifyRequest) => string): RateLimitHook => {
@@ -32,14 +88,28 @@ export async function registerRateLimits(
       if (state.isAllowed) return;
       const reset = String(Math.max(0, state.ttlInSeconds));
       reply.headers({ 'ratelimit-limit': String(state.max), 'ratelimit-remaining': String(state.remaining), 'ratelimit-reset': reset });
-      if (state.isExceeded) {
-        throw new ApiError(429, 'RATE_LIMITED', `Rate limit of ${state.max} requests per minute exceeded.`, null,
-          `Retry after ${reset} seconds, with backoff.`, { 'retry-after': reset });
-      }
+      if (state.isExceeded) throw rateLimited(state.max, reset, 'requests');
     };
   };
+
+  const failures = app.createRateLimit({
+    max: settings.authFailureLimitPerMin, timeWindow: WINDOW_MS, keyGenerator: (request) => `auth-failure:${request.ip}`,
+  });
+  const authFailures: AuthFailureGuard = {
+    async check(request) {
+      const state = await failures(request, { increment: false });
+      if (!state.isAllowed && state.remaining === 0) {
+        throw rateLimited(state.max, String(Math.max(1, state.ttlInSeconds)), 'failed authentications');
+      }
+    },
+    async record(request) {
+      await failures(request);
+    },
+  };
+
   return {
     read: hook(settings.readLimitPerMin, (request) => `read:${request.ip}`),
     write: hook(settings.writeLimitPerMin, (request) => `write:${request.principal.tokenId}`),
+    authFailures,
   };
 }

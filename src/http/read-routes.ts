@@ -87,31 +87,28 @@ function readHandler(db: Database, resource: Resource, plannedCounts: boolean) {
   };
 }
 
-function methodNotAllowed(allow: string) {
-  return async (request: FastifyRequest) => {
-    throw apiError('METHOD_NOT_ALLOWED', request.method, allow).withHeaders({ allow });
-  };
+/** The methods a resource serves; any other method on it is 405 with this Allow. */
+function allowedMethods(resource: Resource): string {
+  return writableResources.has(resource.name) ? WRITE_METHODS : READ_METHODS;
 }
 
 export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks; plannedCounts: boolean }): void {
   for (const resource of resources) {
-    const url = `/v1/${resource.name}`;
-    app.get(url, {
+    app.get(`/v1/${resource.name}`, {
       schema: readSchema(resource),
       // Validation is the query parser's job; the schema documents the parameters.
       validatorCompiler: () => () => true,
       preHandler: deps.limits.read,
     }, readHandler(deps.db, resource, deps.plannedCounts));
-    const writable = writableResources.has(resource.name);
-    app.route({
-      method: writable ? ['DELETE'] : ['POST', 'PUT', 'PATCH', 'DELETE'],
-      url,
-      schema: { hide: true },
-      handler: methodNotAllowed(writable ? WRITE_METHODS : READ_METHODS),
-    });
   }
+  // Reached by every method a resource's own routes do not serve, and by unknown resources.
   app.all('/v1/:resource', { schema: { hide: true } }, async (request) => {
-    const { resource } = request.params as { resource: string };
-    throw apiError('PGRST205', resource, resources.map((r) => r.name));
+    const name = (request.params as { resource: string }).resource;
+    const resource = resources.find((r) => r.name === name);
+    if (resource) {
+      const allow = allowedMethods(resource);
+      throw apiError('METHOD_NOT_ALLOWED', request.method, allow).withHeaders({ allow });
+    }
+    throw apiError('PGRST205', name, resources.map((r) => r.name));
   });
 }

@@ -32,7 +32,7 @@ export function backends(): Backend[] {
 const migrationsDir = fileURLToPath(new URL('../../src/db/migrations/', import.meta.url));
 const cacheDir = fileURLToPath(new URL('../../node_modules/.cache/pds-test/', import.meta.url));
 
-async function migratedSnapshot(): Promise<Blob> {
+export async function migratedSnapshot(): Promise<Blob> {
   const files = (await readdir(migrationsDir)).sort();
   const hash = createHash('sha256');
   for (const f of files) hash.update(f).update(await readFile(migrationsDir + f));

@@ -1,0 +1,102 @@
+/**
+ * The HTTP edge below the routes: answers Node's parser gives before Fastify sees a request
+ * (malformed request line or headers, header overflow, slow clients), Fastify's own framework
+ * errors, the request id, and closing connections whose body was not read. Every answer
+ * carries the documented body `{ code, message, details, hint }` (decisions D3).
+ */
+import { randomUUID } from 'node:crypto';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { type ApiError, apiError } from '../errors.ts';
+
+/** The request line and headers together; over it, 431 HEADERS_TOO_LARGE. */
+export const MAX_HEADER_BYTES = 64 * 1024;
+
+/** An incoming X-Request-Id is kept only when it is a short token safe in headers and logs. */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** How long a socket answered at parser level may stay open to let the client read the answer. */
+const CLIENT_ERROR_LINGER_MS = 1_000;
+
+export function requestIdOf(request: IncomingMessage): string {
+  const incoming = request.headers['x-request-id'];
+  return typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+}
+
+function parserErrorToApiError(error: NodeJS.ErrnoException): ApiError {
+  switch (error.code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return apiError('REQUEST_TIMEOUT');
+    case 'HPE_HEADER_OVERFLOW':
+      return apiError('HEADERS_TOO_LARGE', MAX_HEADER_BYTES);
+    case 'HPE_INVALID_METHOD':
+      return apiError('BAD_REQUEST', 'method');
+    default:
+      return apiError('BAD_REQUEST', 'syntax');
+  }
+}
+
+/** Writes the answer and closes the connection once the client had time to read it. */
+function writeRaw(socket: Socket, answer: ApiError): void {
+  const body = JSON.stringify(answer.toBody());
+  socket.end(`HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n`
+    + 'Content-Type: application/json; charset=utf-8\r\n'
+    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  // Closing at once with unread input would reset the connection and lose the answer.
+  setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
+}
+
+/** Node's parser rejected the bytes: there is no request object, so the answer is written raw. */
+function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const answer = parserErrorToApiError(error);
+  this.log.info({ code: answer.code, parserError: error.code }, 'client error');
+  // Input still arriving is read and dropped until the socket closes.
+  socket.resume();
+  if (socket.writable) writeRaw(socket, answer);
+  else socket.destroy();
+}
+
+/** Errors Fastify raises before routing, e.g. a path whose percent-encoding is not UTF-8. */
+function answerFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const answer = error.code === 'FST_ERR_BAD_URL'
+    ? apiError('BAD_REQUEST', 'encoding')
+    : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? apiError('URI_TOO_LONG', 'segment')
+      : apiError('BAD_REQUEST', 'route');
+  reply.code(answer.status).header('connection', 'close').type('application/json; charset=utf-8').send(answer.toBody());
+}
+
+export const edgeOptions = {
+  genReqId: requestIdOf,
+  clientErrorHandler: answerClientError,
+  frameworkErrors: answerFrameworkError,
+};
+
+export function installEdgeHooks(app: FastifyInstance): void {
+  // Node answers an Expect other than 100-continue itself, with an empty 417, unless asked here.
+  app.server.on('checkExpectation', (request: IncomingMessage) => {
+    writeRaw(request.socket, apiError('EXPECTATION_FAILED', String(request.headers.expect)));
+  });
+  // Fastify's own 503 while closing has another body shape, so closing is answered here.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (request) => {
+    if (closing) {
+      throw apiError('SHUTTING_DOWN');
+    }
+    // Node's own answer to a missing Host is an empty 400; this one has the documented body.
+    if (request.raw.httpVersion === '1.1' && request.raw.headers.host === undefined) {
+      throw apiError('BAD_REQUEST', 'host').withHeaders({ connection: 'close' });
+    }
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    // An answer given before the body was read (401, 413, 415…) ends the connection, so the
+    // rest of the body is never read.
+    if (request.raw.complete === false) reply.header('connection', 'close');
+  });
+}

@@ -1,0 +1,357 @@
+/**
+ * The HTTP edge: answers below the routes (Node's parser, Fastify's framework errors), slow
+ * clients, failed-authentication throttling and the request id. Cases that inject cannot express
+ * go over a raw TCP socket.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { ADMIN_KEY, Harness } from './support/harness.ts';
+
+interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  json: any;
+  /** Milliseconds from connecting until the server closed the connection. */
+  closedAfterMs: number;
+}
+
+/** Sends `chunks` (a pause of `gapMs` between them) and reads until the server closes. */
+function raw(port: number, chunks: (string | Buffer)[], gapMs = 0, giveUpMs = 8_000): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const socket = connect(port, '127.0.0.1');
+    const received: Buffer[] = [];
+    let sending: NodeJS.Timeout | undefined;
+    const giveUp = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`the server kept the connection open for ${giveUpMs} ms`));
+    }, giveUpMs);
+    socket.on('data', (chunk) => received.push(chunk));
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearTimeout(giveUp);
+      clearTimeout(sending);
+      const text = Buffer.concat(received).toString('latin1');
+      const [head, ...rest] = text.split('\r\n\r\n');
+      const [statusLine, ...headerLines] = head.split('\r\n');
+      const headers = Object.fromEntries(headerLines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const body = rest.join('\r\n\r\n');
+      let json: unknown;
+      try {
+        json = JSON.parse(body);
+      } catch {
+        json = undefined;
+      }
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body, json, closedAfterMs: Date.now() - started });
+    });
+    const queue = [...chunks];
+    const sendNext = () => {
+      const next = queue.shift();
+      if (next === undefined || socket.destroyed) return;
+      socket.write(next);
+      sending = setTimeout(sendNext, gapMs);
+    };
+    socket.on('connect', sendNext);
+  });
+}
+
+function assertErrorBody(response: { status: number; headers: Record<string, unknown>; json: any }, status: number, code: string) {
+  assert.equal(response.status, status);
+  assert.match(String(response.headers['content-type']), /^application\/json/);
+  assert.deepEqual(Object.keys(response.json ?? {}).sort(), ['code', 'details', 'hint', 'message']);
+  assert.equal(response.json.code, code);
+}
+
+describe('answers below the routes have the documented error body', () => {
+  let h: Harness;
+  let port: number;
+  before(async () => {
+    h = await Harness.start('pglite', { demoStudents: 3, settings: { headersTimeoutMs: 300, requestTimeoutMs: 600 } });
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (h.app.server.address() as AddressInfo).port;
+  });
+  after(() => h.close());
+
+  const cases: [string, (string | Buffer)[], number, string][] = [
+    ['an unknown method', ['FOO /v1/students HTTP/1.1\r\nHost: x\r\n\r\n'], 400, 'BAD_REQUEST'],
+    ['Content-Length with Transfer-Encoding', ['POST /v1/students HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'], 400, 'BAD_REQUEST'],
+    ['a negative Content-Length', ['POST /v1/students HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n'], 400, 'BAD_REQUEST'],
+    ['a raw 0xFF in the target', [Buffer.concat([Buffer.from('GET /v1/stud'), Buffer.from([0xff]), Buffer.from('ents HTTP/1.1\r\nHost: x\r\n\r\n')])], 400, 'BAD_REQUEST'],
+    ['a percent-escape that is not UTF-8', ['GET /v1/stud%ffents HTTP/1.1\r\nHost: x\r\n\r\n'], 400, 'BAD_REQUEST'],
+    ['a 70,000-character URL', [`GET /v1/students?select=${'a'.repeat(70_000)} HTTP/1.1\r\nHost: x\r\n\r\n`], 431, 'HEADERS_TOO_LARGE'],
+    ['no Host header', ['GET /v1/students HTTP/1.1\r\n\r\n'], 400, 'BAD_REQUEST'],
+    ['an Expect other than 100-continue', ['GET /v1/students HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n'], 417, 'EXPECTATION_FAILED'],
+    ['headers that never finish (408)', ['GET /v1/students HTTP/1.1\r\nHost: x\r\n'], 408, 'REQUEST_TIMEOUT'],
+  ];
+  for (const [name, chunks, status, code] of cases) {
+    test(name, async () => {
+      const response = await raw(port, chunks);
+      assertErrorBody(response, status, code);
+    });
+  }
+
+  test('OPTIONS, TRACE and any method a resource does not serve answer 405 with Allow', async () => {
+    const token = h.demo!.universities[0].read_token;
+    for (const [method, url, allow] of [['OPTIONS', '/v1/students', 'GET, HEAD, POST, PUT, PATCH'], ['TRACE', '/v1/campuses', 'GET, HEAD'], ['PROPFIND', '/v1/students', 'GET, HEAD, POST, PUT, PATCH'], ['DELETE', '/v1/cohorts', 'GET, HEAD, POST, PUT, PATCH']]) {
+      const response = await raw(port, [`${method} ${url} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`]);
+      assertErrorBody(response, 405, 'METHOD_NOT_ALLOWED');
+      assert.equal(response.headers.allow, allow);
+    }
+    const unknown = await h.request({ method: 'OPTIONS', url: '/v1/nothing', headers: { authorization: `Bearer ${token}` } });
+    assertErrorBody(unknown, 404, 'PGRST205');
+  });
+
+  test('a body that trickles in is cut at the request timeout with 408', async () => {
+    const token = h.demo!.universities[0].write_token;
+    const head = `PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`;
+    const response = await raw(port, [head, ...Array(50).fill('{')], 200);
+    assertErrorBody(response, 408, 'REQUEST_TIMEOUT');
+    assert.ok(response.closedAfterMs < 3_000, `held for ${response.closedAfterMs} ms`);
+  });
+
+  test('an answer given before the body is read closes the connection instead of reading on', async () => {
+    const head = 'PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer pds_wrong\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n';
+    // The request timeout (600 ms) is far beyond what the answer needs; the close must come from the 401.
+    const response = await raw(port, [head, ...Array(50).fill('{')], 200);
+    assertErrorBody(response, 401, 'UNAUTHORIZED');
+    assert.equal(response.headers.connection, 'close');
+  });
+});
+
+describe('failed authentication', () => {
+  let h: Harness;
+  let lookups = 0;
+  before(async () => {
+    h = await Harness.start('pglite', { demoStudents: 3, settings: { authFailureLimitPerMin: 5 } });
+    const transaction = h.store.transaction.bind(h.store);
+    h.store.transaction = (fn, options) => {
+      lookups++;
+      return transaction(fn, options);
+    };
+  });
+  after(() => h.close());
+
+  test('counts against the source IP before any lookup: 429 with Retry-After once over the limit', async () => {
+    lookups = 0;
+    const statuses: number[] = [];
+    let limited;
+    for (let i = 0; i < 40; i++) {
+      const response = await h.get('/v1/students', `pds_${randomBytes(32).toString('base64url')}`);
+      statuses.push(response.status);
+      if (response.status === 429) limited = response;
+    }
+    assert.deepEqual(statuses.slice(0, 5), [401, 401, 401, 401, 401]);
+    assert.deepEqual(new Set(statuses.slice(5)), new Set([429]));
+    assertErrorBody(limited!, 429, 'RATE_LIMITED');
+    assert.ok(Number(limited!.headers['retry-after']) > 0);
+    assert.equal(lookups, 5, 'only the attempts within the limit reached the store');
+    // A valid token from the same source waits too: the source is throttled, not the token.
+    assert.equal((await h.get('/v1/students', h.demo!.universities[0].read_token)).status, 429);
+    // Another source is not affected.
+    assert.equal((await h.request({ method: 'GET', url: '/v1/campuses', remoteAddress: '10.0.0.2', headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}` } })).status, 200);
+  });
+
+  test('the operator key: wrong keys are throttled the same way', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const response = await h.request({ method: 'POST', url: '/admin/v1/consortia', remoteAddress: '10.0.0.3', headers: { authorization: `Bearer wrong-${i}` }, payload: { name: 'x' } });
+      statuses.push(response.status);
+    }
+    assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429, 429]);
+    const right = await h.request({ method: 'POST', url: '/admin/v1/consortia', remoteAddress: '10.0.0.3', headers: { authorization: `Bearer ${ADMIN_KEY}` }, payload: { name: 'x' } });
+    assert.equal(right.status, 429);
+  });
+
+  test('a repeated unknown token costs one lookup', async () => {
+    lookups = 0;
+    const token = `pds_${randomBytes(32).toString('base64url')}`;
+    for (let i = 0; i < 4; i++) {
+      const response = await h.request({ method: 'GET', url: '/v1/campuses', remoteAddress: `10.0.1.${i}`, headers: { authorization: `Bearer ${token}` } });
+      assert.equal(response.status, 401);
+    }
+    assert.equal(lookups, 1);
+  });
+});
+
+describe('X-Request-Id and the connection cap', () => {
+  let h: Harness;
+  before(async () => {
+    h = await Harness.start('pglite', { settings: { maxConnections: 2 } });
+  });
+  after(() => h.close());
+
+  test('connections over PDS_MAX_CONNECTIONS are closed at accept', async () => {
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = h.app.server.address() as AddressInfo;
+    const open = async () => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      await once(socket, 'connect');
+      return socket;
+    };
+    const held = [await open(), await open()];
+    try {
+      const third = await open();
+      await Promise.race([once(third, 'close'), new Promise((_, reject) => setTimeout(() => reject(new Error('the third connection was kept')), 2_000).unref())]);
+      assert.ok(held.every((socket) => !socket.destroyed));
+    } finally {
+      held.forEach((socket) => socket.destroy());
+    }
+  });
+
+  test('a short safe id is kept; anything else is replaced by a fresh one', async () => {
+    const safe = await h.get('/healthz', null, { 'x-request-id': 'client-42:retry.1' });
+    assert.equal(safe.headers['x-request-id'], 'client-42:retry.1');
+    for (const hostile of ['<script>alert(1)</script>', 'a'.repeat(65), 'x y', '\u00ff\u00fe<script>']) {
+      const response = await h.get('/v1/nowhere', null, { 'x-request-id': hostile });
+      assert.notEqual(response.headers['x-request-id'], hostile);
+      assert.match(String(response.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+      assert.ok(!response.body.includes('script'));
+    }
+  });
+});
+
+describe('the rate-limit store (Redis) down', () => {
+  /** Runs `fn` with console.error captured: ioredis reports unhandled errors there. */
+  async function capturingStderr<T>(fn: () => Promise<T>): Promise<{ result: T; stderr: string[] }> {
+    const stderr: string[] = [];
+    const original = console.error;
+    console.error = (...args: unknown[]) => void stderr.push(args.map(String).join(' '));
+    try {
+      return { result: await fn(), stderr };
+    } finally {
+      console.error = original;
+    }
+  }
+
+  test('with REDIS_URL at a closed port, requests answer at once and the outage is logged once', async () => {
+    const lines: string[] = [];
+    const { stderr } = await capturingStderr(async () => {
+      const h = await Harness.start('pglite', {
+        demoStudents: 3,
+        settings: { redisUrl: 'redis://127.0.0.1:1', readLimitPerMin: 2, logLevel: 'info', logStream: { write: (line) => void lines.push(line) } },
+      });
+      try {
+        const token = h.demo!.universities[0].read_token;
+        const started = Date.now();
+        for (let i = 0; i < 10; i++) assert.equal((await h.get('/v1/campuses', token)).status, 200);
+        // Without a queue or retries each answer takes a few milliseconds, not seconds.
+        assert.ok(Date.now() - started < 2_000, `10 requests took ${Date.now() - started} ms`);
+        await until(() => logged(lines, 'rate-limit store unavailable') > 0);
+        // Reconnection attempts go on with backoff; they are not logged again.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      } finally {
+        await h.close();
+      }
+    });
+    assert.deepEqual(stderr, []);
+    assert.equal(logged(lines, 'rate-limit store unavailable'), 1);
+  });
+
+  if (process.env.TEST_REDIS_URL) {
+    test('the first request after start is counted: the start waits for the connection', async () => {
+      const h = await Harness.start('pglite', { demoStudents: 3, settings: { redisUrl: process.env.TEST_REDIS_URL, readLimitPerMin: 1 } });
+      try {
+        const source = `10.8.${randomBytes(1)[0]}.${randomBytes(1)[0]}`;
+        const get = () => h.request({ method: 'GET', url: '/v1/campuses', remoteAddress: source, headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}` } });
+        assert.equal((await get()).status, 200);
+        assert.equal((await get()).status, 429);
+      } finally {
+        await h.close();
+      }
+    });
+
+    test('through a proxy closed then reopened: limits fail open, then are enforced again within seconds', { timeout: 20_000 }, async () => {
+      const target = new URL(process.env.TEST_REDIS_URL!);
+      const proxy = await TcpProxy.start(Number(target.port || 6379), target.hostname);
+      const lines: string[] = [];
+      const h = await Harness.start('pglite', {
+        demoStudents: 3,
+        settings: { redisUrl: `redis://127.0.0.1:${proxy.port}`, readLimitPerMin: 2, logLevel: 'info', logStream: { write: (line) => void lines.push(line) } },
+      });
+      try {
+        // A source of its own, so counts left in Redis by earlier runs do not matter.
+        const source = `10.9.${randomBytes(1)[0]}.${randomBytes(1)[0]}`;
+        const get = () => h.request({ method: 'GET', url: '/v1/campuses', remoteAddress: source, headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}` } });
+        await until(async () => (await get()).status === 429);
+
+        await proxy.stop();
+        const { stderr, result: statuses } = await capturingStderr(async () => {
+          const seen: number[] = [];
+          const started = Date.now();
+          for (let i = 0; i < 5; i++) seen.push((await get()).status);
+          assert.ok(Date.now() - started < 2_000, `5 requests took ${Date.now() - started} ms`);
+          await until(() => logged(lines, 'rate-limit store unavailable') > 0);
+          return seen;
+        });
+        assert.deepEqual(statuses, [200, 200, 200, 200, 200]);
+        assert.deepEqual(stderr, []);
+
+        await proxy.resume();
+        await until(async () => (await get()).status === 429, 5_000);
+        assert.equal(logged(lines, 'rate-limit store unavailable'), 1);
+        assert.equal(logged(lines, 'rate-limit store available again'), 1);
+      } finally {
+        await h.close();
+        await proxy.stop();
+      }
+    });
+  }
+});
+
+function logged(lines: string[], message: string): number {
+  return lines.map((l) => JSON.parse(l)).filter((entry) => String(entry.msg).startsWith(message)).length;
+}
+
+async function until(condition: () => boolean | Promise<boolean>, withinMs = 3_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A TCP proxy on a fixed local port that can be closed (every connection cut) and reopened. */
+class TcpProxy {
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  private constructor(readonly port: number, private readonly targetPort: number, private readonly targetHost: string) {}
+
+  static async start(targetPort: number, targetHost: string): Promise<TcpProxy> {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise((resolve) => probe.close(resolve));
+    const proxy = new TcpProxy(port, targetPort, targetHost);
+    await proxy.resume();
+    return proxy;
+  }
+
+  async resume(): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = connect(this.targetPort, this.targetHost);
+      for (const socket of [client, upstream]) {
+        this.sockets.add(socket);
+        socket.on('error', () => {});
+        socket.on('close', () => {
+          this.sockets.delete(socket);
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const socket of this.sockets) socket.destroy();
+    if (server) await new Promise((resolve) => server.close(resolve));
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * `npm start` as a process: one process per embedded data folder, and a start that cannot have
+ * its folder or its port says so in one line, exits 1 and issues no demo token.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { DATA_DIR_LOCK_FILE } from '../src/db/data-dir-lock.ts';
+import { CONFIG_DEFAULTS } from '../src/config.ts';
+import { openPgliteStore } from '../src/db/pglite-store.ts';
+import { migratedSnapshot } from './support/harness.ts';
+
+interface Started {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+}
+
+const children: ChildProcess[] = [];
+after(() => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
+
+function start(dataDir: string, port: number, env: Record<string, string> = {}): Started {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, PDS_DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', DATABASE_URL: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk) => { stdout += chunk; });
+  child.stderr!.on('data', (chunk) => { stderr += chunk; });
+  return { child, stdout: () => stdout, stderr: () => stderr };
+}
+
+async function serving(started: Started, banner = 'curl'): Promise<string> {
+  for (let i = 0; i < 600 && !started.stdout().includes(banner); i++) {
+    if (started.child.exitCode !== null) throw new Error(`exited: ${started.stderr()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return /read token:\s+(\S+)/.exec(started.stdout())?.[1] ?? '';
+}
+
+async function refused(started: Started): Promise<string> {
+  const [code] = await Promise.race([
+    once(started.child, 'exit'),
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the second start did not exit')), 30_000).unref()),
+  ]);
+  assert.equal(code, 1);
+  assert.ok(!started.stdout().includes('token'), 'a refused start printed tokens');
+  const lines = started.stderr().trim().split('\n');
+  assert.equal(lines.length, 1, `one line, got: ${started.stderr()}`);
+  return lines[0];
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+const status = async (port: number, token: string) =>
+  (await fetch(`http://127.0.0.1:${port}/v1/campuses`, { headers: { authorization: `Bearer ${token}` } })).status;
+
+describe('npm start and its data folder and port', () => {
+  const folders: string[] = [];
+  /** A data folder holding a migrated store, which saves each start PGlite's initdb (~4 s). */
+  const folder = async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pds-process-'));
+    folders.push(dir);
+    await (await openPgliteStore({ dataDir: dir, loadDataDir: await migratedSnapshot(), waitMs: CONFIG_DEFAULTS.embeddedWaitMs })).close();
+    return dir;
+  };
+  let dataDir: string;
+  let port: number;
+  let first: Started;
+  let firstToken: string;
+  before(async () => {
+    dataDir = await folder();
+    port = await freePort();
+    first = start(dataDir, port);
+    firstToken = await serving(first);
+  });
+  after(async () => {
+    first.child.kill('SIGTERM');
+    await once(first.child, 'exit');
+    await Promise.all(folders.map((dir) => rm(dir, { recursive: true, force: true })));
+  });
+
+  test('a second process on the same data folder refuses to start and changes nothing', async () => {
+    const second = start(dataDir, await freePort());
+    const message = await refused(second);
+    assert.match(message, new RegExp(`PDS_DATA_DIR .* is in use by process ${first.child.pid} `));
+    assert.equal(JSON.parse(await readFile(join(dataDir, DATA_DIR_LOCK_FILE), 'utf8')).pid, first.child.pid);
+    assert.equal(await status(port, firstToken), 200);
+  });
+
+  test('a start on a busy port says to set PORT, exits 1 and issues no demo token', async () => {
+    const otherDir = await folder();
+    const second = start(otherDir, port);
+    assert.match(await refused(second), /Port \d+ .* in use .* set PORT/);
+    assert.equal(await status(port, firstToken), 200);
+    const store = await openPgliteStore({ dataDir: otherDir, waitMs: CONFIG_DEFAULTS.embeddedWaitMs });
+    try {
+      assert.deepEqual(await store.query('select count(*)::int as tokens from tokens'), [{ tokens: 0 }]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a lock left by a process that is gone is taken over', async () => {
+    const dir = await folder();
+    const gone = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+    await once(gone, 'exit');
+    await writeFile(join(dir, DATA_DIR_LOCK_FILE), JSON.stringify({ pid: gone.pid, host: hostname() }));
+    const otherPort = await freePort();
+    const started = start(dir, otherPort, { PDS_DEMO: '0' });
+    await serving(started, 'OpenAPI');
+    assert.equal((await fetch(`http://127.0.0.1:${otherPort}/healthz`)).status, 200);
+    started.child.kill('SIGTERM');
+    assert.deepEqual(await once(started.child, 'exit'), [0, null]);
+    await assert.rejects(readFile(join(dir, DATA_DIR_LOCK_FILE)), { code: 'ENOENT' });
+  });
+});
