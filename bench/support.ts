@@ -11,7 +11,7 @@ import { type DemoResult, loadDemo } from '../src/domain/demo.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgresStore } from '../src/db/postgres-store.ts';
 import { DEFAULT_STORE_TIMEOUTS, type Store } from '../src/db/store.ts';
-import { createScratchDatabase } from '../test/support/databases.ts';
+import { createScratchDatabase } from '../tools/scratch-database.ts';
 
 export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const CONCURRENCY = 32;

@@ -1,89 +1,88 @@
-/** Settings, read once from the environment (decisions D8). */
-import { DEFAULT_STATEMENT_TIMEOUT_MS, DEFAULT_STORE_TIMEOUTS, STATEMENT_TIMEOUT_GRACE_MS, type StoreTimeouts } from './db/store.ts';
+/**
+ * Every setting, read once from the environment: its variable, its default and what it means, in
+ * one table. The README's configuration table is generated from it (tools/docs.ts).
+ */
+import { DEFAULT_STATEMENT_TIMEOUT_MS, DEFAULT_STORE_TIMEOUTS, STATEMENT_TIMEOUT_GRACE_MS } from './db/store.ts';
 
-/** How long /readyz waits for the store before it answers 503. */
-export const DEFAULT_READY_TIMEOUT_MS = 1_000;
+type Env = Readonly<Record<string, string | undefined>>;
+/** The settings read so far, by name. */
+type SettingsRead = Readonly<Record<string, unknown>>;
 
-export interface Config {
-  port: number;
-  host: string;
-  databaseUrl: string | undefined;
-  dataDir: string;
-  adminKey: string | undefined;
-  redisUrl: string | undefined;
-  readLimitPerMin: number;
-  writeLimitPerMin: number;
-  /** Failed authentications (partner token or operator key) per minute per source IP. */
-  authFailureLimitPerMin: number;
-  demo: boolean;
-  statementTimeoutMs: number;
-  /** How long a request waits for PGlite's one session before it is answered 503. */
-  embeddedWaitMs: number;
-  /** Off: `Prefer: count=planned|estimated` are answered with exact counts. */
-  plannedCounts: boolean;
-  /** PostgreSQL connections this instance opens at most. */
-  dbMaxConnections: number;
-  storeTimeouts: StoreTimeouts;
-  readyTimeoutMs: number;
-  logLevel: string;
-  /** The whole request, headers and body, must arrive within this; else 408 and the socket closes. */
-  requestTimeoutMs: number;
-  /** The request line and headers must arrive within this; else 408. */
-  headersTimeoutMs: number;
-  /** A socket with no traffic either way for this long is closed (also during a response). */
-  idleTimeoutMs: number;
-  /** An idle keep-alive connection is closed after this. */
-  keepAliveTimeoutMs: number;
-  /** Open connections above this are refused at accept. */
-  maxConnections: number;
+interface Setting<T> {
+  readonly env: string;
+  /** The default as the documentation shows it. */
+  readonly shown: string;
+  readonly meaning: string;
+  /** `read` so far: a default may follow from a setting read before it. */
+  read(raw: string | undefined, read: SettingsRead): T;
 }
 
-function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
+const given = (raw: string | undefined): raw is string => raw !== undefined && raw !== '';
 
-function onOffSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (raw !== 'on' && raw !== 'off') throw new Error(`${name} must be "on" or "off", got "${raw}"`);
-  return raw === 'on';
-}
-
-export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const statementTimeoutMs = intSetting(env, 'PDS_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS);
-  const config: Config = {
-    port: intSetting(env, 'PORT', 8080),
-    host: env.HOST || '127.0.0.1',
-    databaseUrl: env.DATABASE_URL || undefined,
-    dataDir: env.PDS_DATA_DIR || './.pds-data',
-    adminKey: env.PDS_ADMIN_KEY || undefined,
-    redisUrl: env.REDIS_URL || undefined,
-    readLimitPerMin: intSetting(env, 'PDS_READ_LIMIT_PER_MIN', 600),
-    writeLimitPerMin: intSetting(env, 'PDS_WRITE_LIMIT_PER_MIN', 60),
-    authFailureLimitPerMin: intSetting(env, 'PDS_AUTH_FAILURE_LIMIT_PER_MIN', 30),
-    demo: env.PDS_DEMO !== '0',
-    embeddedWaitMs: intSetting(env, 'PDS_EMBEDDED_WAIT_MS', 5000),
-    plannedCounts: onOffSetting(env, 'PDS_PLANNED_COUNTS', true),
-    statementTimeoutMs,
-    dbMaxConnections: intSetting(env, 'PDS_DB_MAX_CONNECTIONS', 10),
-    storeTimeouts: {
-      connectTimeoutMs: intSetting(env, 'PDS_DB_CONNECT_TIMEOUT_MS', DEFAULT_STORE_TIMEOUTS.connectTimeoutMs),
-      poolWaitMs: intSetting(env, 'PDS_DB_POOL_WAIT_MS', DEFAULT_STORE_TIMEOUTS.poolWaitMs),
-      // The server cancels a slow statement (57014) a second before the client would give up.
-      storeWaitMs: intSetting(env, 'PDS_DB_WAIT_MS', statementTimeoutMs + STATEMENT_TIMEOUT_GRACE_MS),
+function integer(env: string, fallback: number | ((read: SettingsRead) => number), meaning: string, shown = String(fallback)): Setting<number> {
+  return {
+    env, meaning, shown,
+    read(raw, read) {
+      if (!given(raw)) return typeof fallback === 'number' ? fallback : fallback(read);
+      const value = Number(raw);
+      if (!Number.isInteger(value) || value <= 0) throw new Error(`${env} must be a positive integer, got "${raw}"`);
+      return value;
     },
-    readyTimeoutMs: intSetting(env, 'PDS_READY_TIMEOUT_MS', DEFAULT_READY_TIMEOUT_MS),
-    logLevel: env.LOG_LEVEL || 'info',
-    requestTimeoutMs: intSetting(env, 'PDS_REQUEST_TIMEOUT_MS', 30_000),
-    headersTimeoutMs: intSetting(env, 'PDS_HEADERS_TIMEOUT_MS', 10_000),
-    idleTimeoutMs: intSetting(env, 'PDS_IDLE_TIMEOUT_MS', 30_000),
-    keepAliveTimeoutMs: intSetting(env, 'PDS_KEEP_ALIVE_TIMEOUT_MS', 5_000),
-    maxConnections: intSetting(env, 'PDS_MAX_CONNECTIONS', 1_000),
   };
+}
+
+const text = (env: string, fallback: string, meaning: string): Setting<string> =>
+  ({ env, meaning, shown: `\`${fallback}\``, read: (raw) => (given(raw) ? raw : fallback) });
+
+const optional = (env: string, meaning: string): Setting<string | undefined> =>
+  ({ env, meaning, shown: 'unset', read: (raw) => (given(raw) ? raw : undefined) });
+
+function onOff(env: string, fallback: boolean, meaning: string): Setting<boolean> {
+  return {
+    env, meaning, shown: fallback ? '`on`' : '`off`',
+    read(raw) {
+      if (!given(raw)) return fallback;
+      if (raw !== 'on' && raw !== 'off') throw new Error(`${env} must be "on" or "off", got "${raw}"`);
+      return raw === 'on';
+    },
+  };
+}
+
+export const SETTINGS = {
+  port: integer('PORT', 8080, 'HTTP port'),
+  host: text('HOST', '127.0.0.1', 'listen address'),
+  databaseUrl: optional('DATABASE_URL', 'PostgreSQL 15+ server; unset means the embedded PGlite'),
+  dataDir: text('PDS_DATA_DIR', './.pds-data', 'PGlite\'s data folder, locked by one process at a time (`pds.lock`)'),
+  adminKey: optional('PDS_ADMIN_KEY', 'enables the operator API `/admin/v1` with this bearer key'),
+  redisUrl: optional('REDIS_URL', 'share rate-limit counts between instances through Redis'),
+  readLimitPerMin: integer('PDS_READ_LIMIT_PER_MIN', 600, 'list requests per minute per source IP'),
+  writeLimitPerMin: integer('PDS_WRITE_LIMIT_PER_MIN', 60, 'write requests per minute per token'),
+  authFailureLimitPerMin: integer('PDS_AUTH_FAILURE_LIMIT_PER_MIN', 30, 'failed authentications (token or operator key) per minute per source IP; then 429 before any lookup'),
+  demo: { env: 'PDS_DEMO', shown: 'on', meaning: 'a new embedded store gets demo data; `0` skips', read: (raw: string | undefined) => raw !== '0' } satisfies Setting<boolean>,
+  logLevel: text('LOG_LEVEL', 'info', 'pino log level; logs are JSON lines with a request id'),
+  statementTimeoutMs: integer('PDS_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 'statement time, enforced by PostgreSQL (503 `QUERY_TIMEOUT`); PGlite cannot interrupt a query'),
+  plannedCounts: onOff('PDS_PLANNED_COUNTS', true, '`off`: `Prefer: count=planned`/`estimated` answer exact counts (never planner statistics)'),
+  embeddedWaitMs: integer('PDS_EMBEDDED_WAIT_MS', 5_000, 'PGlite only: how long a request waits for the one session before 503 `DATABASE_BUSY`'),
+  dbMaxConnections: integer('PDS_DB_MAX_CONNECTIONS', 10, 'PostgreSQL connections per instance'),
+  dbConnectTimeoutMs: integer('PDS_DB_CONNECT_TIMEOUT_MS', DEFAULT_STORE_TIMEOUTS.connectTimeoutMs, 'TCP connect, then startup and authentication, each within this'),
+  dbPoolWaitMs: integer('PDS_DB_POOL_WAIT_MS', DEFAULT_STORE_TIMEOUTS.poolWaitMs, 'longest wait for a free connection'),
+  // The server cancels a slow statement (57014) a second before the client would give up.
+  dbWaitMs: integer('PDS_DB_WAIT_MS', (read) => Number(read.statementTimeoutMs) + STATEMENT_TIMEOUT_GRACE_MS,
+    'longest time one transaction waits for the store\'s answers; then its connection is destroyed', `statement timeout + ${STATEMENT_TIMEOUT_GRACE_MS}`),
+  readyTimeoutMs: integer('PDS_READY_TIMEOUT_MS', 1_000, 'how long `/readyz` waits for the store'),
+  requestTimeoutMs: integer('PDS_REQUEST_TIMEOUT_MS', 30_000, 'the whole request, headers and body, must arrive within this; else 408 and the socket closes'),
+  headersTimeoutMs: integer('PDS_HEADERS_TIMEOUT_MS', 10_000, 'the request line and headers must arrive within this (at most the request timeout); else 408'),
+  idleTimeoutMs: integer('PDS_IDLE_TIMEOUT_MS', 30_000, 'a socket with no traffic either way for this long is closed'),
+  keepAliveTimeoutMs: integer('PDS_KEEP_ALIVE_TIMEOUT_MS', 5_000, 'an idle keep-alive connection is closed after this; behind a load balancer, set it above the balancer\'s idle timeout'),
+  maxConnections: integer('PDS_MAX_CONNECTIONS', 1_000, 'open client connections per instance; more are refused at accept'),
+};
+
+export type Config = { -readonly [K in keyof typeof SETTINGS]: ReturnType<(typeof SETTINGS)[K]['read']> };
+
+export function readConfig(env: Env = process.env): Config {
+  const read: Record<string, unknown> = {};
+  for (const [name, setting] of Object.entries(SETTINGS) as [string, Setting<unknown>][]) read[name] = setting.read(env[setting.env], read);
+  const config = read as Config;
   // Node refuses a headers timeout above the request timeout.
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new Error(`PDS_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed PDS_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`);

@@ -29,7 +29,8 @@ if (!config.databaseUrl) {
 }
 const store = await openStore({
   databaseUrl: config.databaseUrl, dataDir: config.dataDir, embeddedWaitMs: config.embeddedWaitMs,
-  maxConnections: config.dbMaxConnections, timeouts: config.storeTimeouts,
+  maxConnections: config.dbMaxConnections,
+  timeouts: { connectTimeoutMs: config.dbConnectTimeoutMs, poolWaitMs: config.dbPoolWaitMs, storeWaitMs: config.dbWaitMs },
 });
 await migrate(store);
 const db = new Database(store, config.statementTimeoutMs);

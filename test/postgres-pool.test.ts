@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
 import { openPostgresStore } from '../src/db/postgres-store.ts';
 import { DEFAULT_STORE_TIMEOUTS, type Store, StoreUnavailableError } from '../src/db/store.ts';
-import { createScratchDatabase, type ScratchDatabase } from './support/databases.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../tools/scratch-database.ts';
 
 const POOL_WAIT_MS = 300;
 const timeouts = { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: POOL_WAIT_MS };

@@ -15,7 +15,7 @@ function assertApiError(fn: () => unknown, status: number, code: string) {
   assert.throws(fn, (error: unknown) => error instanceof ApiError && error.status === status && error.code === code);
 }
 
-describe('decoding the query string (reference 0)', () => {
+describe('decoding the query string', () => {
   test('percent-decodes once and turns + into a space; %2C and , are the same character', () => {
     assert.deepEqual(decodeQueryString('name=eq.Ann+Lee&id=in.(1%2C2)&q=a%2Bb'), [['name', 'eq.Ann Lee'], ['id', 'in.(1,2)'], ['q', 'a+b']]);
   });
@@ -27,7 +27,7 @@ describe('decoding the query string (reference 0)', () => {
   });
 });
 
-describe('filters (reference 1.2-1.6)', () => {
+describe('filters', () => {
   test('the top-level value is the literal rest of the string', () => {
     assert.deepEqual(parseFilter(field('name'), 'eq.a.b,c(d)"x"').operation, { kind: 'compare', op: 'eq', quantifier: null, value: 'a.b,c(d)"x"' });
     assert.deepEqual(parseFilter(field('name'), 'eq.').operation, { kind: 'compare', op: 'eq', quantifier: null, value: '' });
@@ -69,7 +69,7 @@ describe('filters (reference 1.2-1.6)', () => {
   });
 });
 
-describe('logic trees (reference 1.8)', () => {
+describe('logic trees', () => {
   test('values end at , or ) unless quoted or a {…} literal', () => {
     const tree = parseLogicTree('or', false, '(name.eq."Carol, Jr.",tags.cs.{a,b},id.in.(1,2),score.not.is.null, not.and(a.gt.1,a.lt.9))');
     assert.equal(tree.children.length, 5);
@@ -100,7 +100,7 @@ describe('logic trees (reference 1.8)', () => {
   });
 });
 
-describe('select and order (reference 2-3)', () => {
+describe('select and order', () => {
   test('columns, aliases, casts and JSON paths', () => {
     assert.deepEqual(parseSelect('id,fullName:first_name,year::text,sections->0->>title,t:sections->>"a.b"'), [
       { kind: 'field', alias: null, field: field('id'), cast: null },
@@ -158,7 +158,7 @@ describe('request-level parameters', () => {
   });
 });
 
-describe('the page: limit, offset and Range intersected (reference 4.3)', () => {
+describe('the page: limit, offset and Range intersected', () => {
   const page = (limit: number | null, offset: number | null, rangeHeader: { first: number; last: number | null } | null = null) =>
     planPage({ limit, offset, rangeHeader });
   test('defaults to the first 10,000 rows and cuts larger limits to 10,000', () => {

@@ -1,5 +1,5 @@
 /**
- * Conformance of the read language, by the reference's sections. Each case compares the API's
+ * Conformance of the read language, topic by topic as PostgREST documents it. Each case compares the API's
  * answer with PostgreSQL's own answer for the equivalent SQL, within the token's university.
  */
 import assert from 'node:assert/strict';
@@ -219,7 +219,7 @@ for (const backend of backends()) {
       });
       const exact = { prefer: 'count=exact' };
 
-      test('the Content-Range matrix (reference 4.5)', async () => {
+      test('the Content-Range matrix (docs/api.md, Reading)', async () => {
         const cases: [string, Record<string, string>, number, (t: number) => string][] = [
           ['', {}, 200, (t) => `0-${t - 1}/*`],
           ['limit=2&offset=2', {}, 200, () => '2-3/*'],

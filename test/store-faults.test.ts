@@ -17,7 +17,7 @@ import { openPostgresStore } from '../src/db/postgres-store.ts';
 import { type DatabaseError, type Store, StoreUnavailableError, type StoreTimeouts } from '../src/db/store.ts';
 import { buildApp } from '../src/http/app.ts';
 import { databaseErrorToApiError } from '../src/http/sqlstates.ts';
-import { createScratchDatabase, type ScratchDatabase } from './support/databases.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../tools/scratch-database.ts';
 import { ADMIN_KEY, backends, Harness, openTestStore } from './support/harness.ts';
 
 function sqlError(code: string): DatabaseError {

@@ -280,7 +280,7 @@ for (const backend of backends()) {
       });
     });
 
-    describe('the alumni flag (spec table)', () => {
+    describe('the alumni flag (docs/decisions.md, The alumni flag)', () => {
       test('create with is_alumni true: set at once with a partner_api_push entry; disagreeing with the dates gives a note', async () => {
         const result = await one('PUT', student({ is_alumni: true, graduation_date: '2999-01-01' }));
         const s = await stored(result.id);

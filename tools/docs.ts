@@ -1,10 +1,11 @@
 /**
- * `npm run docs`: writes the generated sections of docs/api.md from the code that holds each
- * fact (the resource registry, the write shapes, the row codes, the error catalogue, the limits). test/docs.test.ts fails when a
- * section has drifted from what this would write.
+ * `npm run docs`: writes the generated sections of docs/api.md and README.md from the code that
+ * holds each fact (the settings, the resource registry, the write shapes, the row codes, the error
+ * catalogue, the limits). test/docs.test.ts fails when a section has drifted from what this writes.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { SETTINGS } from '../src/config.ts';
 import { ERRORS, type ErrorCode } from '../src/errors.ts';
 import { LIMITS, LIMIT_DESCRIPTIONS, type Limit } from '../src/limits.ts';
 import { resources } from '../src/resources/registry.ts';
@@ -12,6 +13,7 @@ import { WRITE_SHAPES, type WriteField } from '../src/resources/write-shapes.ts'
 import { COHORT_ROW_CODES, STUDENT_ROW_CODES } from '../src/writes/row-codes.ts';
 
 export const API_DOC = fileURLToPath(new URL('../docs/api.md', import.meta.url));
+export const README = fileURLToPath(new URL('../README.md', import.meta.url));
 
 const table = (header: readonly string[], rows: readonly (readonly string[])[]) =>
   [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
@@ -53,28 +55,36 @@ function rowCodesSection(): string {
   return `**students**\n\n${table(['code', 'when'], rows(STUDENT_ROW_CODES))}\n\n**cohorts**\n\n${table(['code', 'when'], rows(COHORT_ROW_CODES))}`;
 }
 
-export const GENERATED_SECTIONS: Readonly<Record<string, () => string>> = {
-  resources: resourcesSection,
-  'write-fields': writeFieldsSection,
-  'row-codes': rowCodesSection,
-  errors: errorsSection,
-  limits: limitsSection,
+function configurationSection(): string {
+  return table(['variable', 'default', 'meaning'], Object.values(SETTINGS).map((s) => [`\`${s.env}\``, s.shown, s.meaning]));
+}
+
+/** Each document's generated sections. */
+export const GENERATED: Readonly<Record<string, Readonly<Record<string, () => string>>>> = {
+  [README]: { configuration: configurationSection },
+  [API_DOC]: {
+    resources: resourcesSection,
+    'write-fields': writeFieldsSection,
+    'row-codes': rowCodesSection,
+    errors: errorsSection,
+    limits: limitsSection,
+  },
 };
 
-/** The document with every generated section rewritten. */
-export function renderGenerated(document: string): string {
+/** The document at `path` (text `document`) with every generated section rewritten. */
+export function renderGenerated(path: string, document: string): string {
   let out = document;
-  for (const [name, render] of Object.entries(GENERATED_SECTIONS)) {
+  for (const [name, render] of Object.entries(GENERATED[path])) {
     const begin = `<!-- BEGIN generated:${name} -->`;
     const end = `<!-- END generated:${name} -->`;
     const from = out.indexOf(begin);
     const to = out.indexOf(end);
-    if (from < 0 || to < from) throw new Error(`docs/api.md lacks the markers of the generated section "${name}"`);
+    if (from < 0 || to < from) throw new Error(`${path} lacks the markers of the generated section "${name}"`);
     out = `${out.slice(0, from + begin.length)}\n${render()}\n${out.slice(to)}`;
   }
   return out;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  await writeFile(API_DOC, renderGenerated(await readFile(API_DOC, 'utf8')));
+  for (const path of Object.keys(GENERATED)) await writeFile(path, renderGenerated(path, await readFile(path, 'utf8')));
 }

@@ -88,7 +88,6 @@ export async function openPgliteStore(options: PgliteOptions): Promise<Store & {
   const base = queryableOf(db);
   const gate = new SessionGate(options.waitMs);
   return {
-    backend: 'pglite',
     query: (text, params) => gate.run(() => base.query(text, params)),
     exec: (text) => gate.run(() => base.exec(text)),
     firstColumn: (text) => gate.run(() => base.firstColumn(text)),

@@ -255,7 +255,6 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     }
   };
   return {
-    backend: 'postgres',
     query: (text, params) => once((tx) => tx.query(text, params)),
     exec: (text) => once((tx) => tx.exec(text)),
     firstColumn: (text) => once((tx) => tx.firstColumn(text)),

@@ -25,7 +25,6 @@ export interface TransactionOptions {
 }
 
 export interface Store extends Queryable {
-  readonly backend: 'postgres' | 'pglite';
   transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   close(): Promise<void>;
 }

@@ -1,5 +1,5 @@
 /**
- * The is_alumni flag (spec 'States and transitions'). The derivation is pure; it runs at
+ * The is_alumni flag (docs/decisions.md, "The alumni flag"). The derivation is pure; it runs at
  * exactly four moments: sign-in, graduation date set in the app, enrolment, move.
  */
 export type AlumniReason = 'partner_api_push' | 'sign_in' | 'graduation_date_set' | 'cohort_enrolment' | 'cohort_move';

@@ -1,6 +1,6 @@
 /**
  * Bearer tokens: opaque random strings with a recognisable prefix, stored only as SHA-256
- * hashes, revocable and optionally expiring (decisions D6).
+ * hashes, revocable and optionally expiring (docs/decisions.md, "Tokens and limits").
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Database, Scope } from '../db/database.ts';

@@ -16,7 +16,7 @@ import { openPgliteStore } from '../../src/db/pglite-store.ts';
 import { openPostgresStore } from '../../src/db/postgres-store.ts';
 import type { Store } from '../../src/db/store.ts';
 import { type AppSettings, buildApp } from '../../src/http/app.ts';
-import { createScratchDatabase } from './databases.ts';
+import { createScratchDatabase } from '../../tools/scratch-database.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
