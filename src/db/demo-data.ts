@@ -5,6 +5,7 @@
  * Built set-based in SQL, so 100,000 students load in seconds. Tokens for it are issued by
  * src/domain/demo.ts.
  */
+import { INTAKE_TERMS, STUDY_MODES } from '../resources/write-shapes.ts';
 import type { Queryable } from './store.ts';
 
 
@@ -109,8 +110,8 @@ async function insertOrganisations(run: Run): Promise<void> {
     select ${uuidOf(`'cohort:' || un || ':' || c`)}, ${u('un')},
       lower(replace(pr.program, ' ', '-')) || '-' || (2018 + c), pr.program || ' ' || (2018 + c) || ' intake',
       pr.program, pr.degree, make_date(2018 + c, 9, 1), make_date(2018 + c + pr.years, 6, 30),
-      2018 + c, 'Fall', ${uuidOf(`'campus:' || un || ':' || (1 + c % 2)`)},
-      (ARRAY['full_time','part_time','online','hybrid'])[1 + c % 4], ARRAY['Classic','Modern']
+      2018 + c, '${INTAKE_TERMS[0]}', ${uuidOf(`'campus:' || un || ':' || (1 + c % 2)`)},
+      (${arr(STUDY_MODES)})[1 + c % ${STUDY_MODES.length}], ARRAY['Classic','Modern']
     from ${universities}, generate_series(1, ${COHORTS_PER_UNIVERSITY}) c,
       lateral (select (${arr(PROGRAMS.map((x) => x[0]))})[1 + (un * 3 + c) % ${PROGRAMS.length}] as program,
                       (${arr(PROGRAMS.map((x) => x[1]))})[1 + (un * 3 + c) % ${PROGRAMS.length}] as degree,
