@@ -6,16 +6,14 @@ import { METHODS } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { CONFIG_DEFAULTS, type Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
-import { pendingMigrations } from '../db/migrate.ts';
-import { StoreUnavailableError } from '../db/store.ts';
-import { apiError } from '../errors.ts';
 import { TokenAuthenticator } from '../domain/tokens.ts';
-import { adminRoutes } from './admin-routes.ts';
-import { authenticatePartner } from './auth.ts';
-import { MAX_HEADER_BYTES, edgeOptions, installEdgeHooks } from './edge.ts';
-import { installErrorHandling } from './errors.ts';
-import { registerOpenApi } from './openapi.ts';
-import { registerRateLimits } from './rate-limits.ts';
+import { operatorApi } from './admin/index.ts';
+import { partnerAuth } from './auth.ts';
+import { MAX_HEADER_BYTES, edge, edgeOptions } from './edge.ts';
+import { errorHandling } from './errors.ts';
+import { health } from './health.ts';
+import { openApi, openApiDocument } from './openapi.ts';
+import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { registerReadRoutes } from './read-routes.ts';
 import { registerWriteRoutes } from './write-routes.ts';
 
@@ -35,16 +33,6 @@ export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMi
   /** Where JSON log lines go; standard output when absent. */
   logStream?: { write(line: string): void };
 };
-
-const TIMED_OUT = Symbol('timed out');
-
-function withinMs<T>(ms: number, work: Promise<T>): Promise<T | typeof TIMED_OUT> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(resolve, ms, TIMED_OUT);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
 
 export async function buildApp(appSettings: AppSettings, db: Database): Promise<FastifyInstance> {
   const settings = { ...CONFIG_DEFAULTS, ...appSettings };
@@ -75,32 +63,30 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   for (const method of METHODS) {
     if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
   }
-  installErrorHandling(app);
-  installEdgeHooks(app);
-  await registerOpenApi(app);
-
-  // Liveness: the process answers. It never touches the store, so a store outage does not get
-  // healthy instances restarted.
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-
-  // Readiness: the store answers within the ready timeout and its schema is migrated.
-  const { readyTimeoutMs } = settings;
-  app.get('/readyz', { schema: { hide: true } }, async () => {
-    const pending = await withinMs(readyTimeoutMs, pendingMigrations(db.store));
-    if (pending === TIMED_OUT) throw new StoreUnavailableError('READY_TIMEOUT', `The data store did not answer within ${readyTimeoutMs} ms.`);
-    if (pending.length > 0) {
-      throw apiError('NOT_READY', pending.length);
-    }
-    return { status: 'ready' };
-  });
+  await app.register(errorHandling);
+  await app.register(edge);
+  await app.register(openApi);
+  await app.register(health, { db, readyTimeoutMs: settings.readyTimeoutMs });
+  const { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl } = settings;
+  await app.register(rateLimits, { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl });
 
   const tokens = new TokenAuthenticator(db);
-  const limits = await registerRateLimits(app, settings);
+  const limits = app.rateLimits;
   await app.register(async (v1) => {
-    v1.addHook('onRequest', authenticatePartner(tokens, limits.authFailures));
-    registerReadRoutes(v1, { db, limits, plannedCounts: settings.plannedCounts });
-    registerWriteRoutes(v1, { db, limits });
-  });
-  await app.register(adminRoutes, { prefix: '/admin/v1', db, tokens, authFailures: limits.authFailures, adminKey: settings.adminKey });
+    await v1.register(openApiDocument);
+    await v1.register(partnerApi, { db, tokens, limits, plannedCounts: settings.plannedCounts });
+  }, { prefix: '/v1' });
+  await app.register(operatorApi, { prefix: '/admin/v1', db, tokens, authFailures: limits.authFailures, adminKey: settings.adminKey });
   return app;
+}
+
+/** Reads and writes, behind bearer tokens; the OpenAPI document beside them needs none. */
+async function partnerApi(
+  app: FastifyInstance,
+  options: { db: Database; tokens: TokenAuthenticator; limits: RateLimitHooks; plannedCounts: boolean },
+): Promise<void> {
+  const { db, tokens, limits, plannedCounts } = options;
+  await app.register(partnerAuth, { tokens, authFailures: limits.authFailures });
+  await app.register(registerReadRoutes, { db, limits, plannedCounts });
+  await app.register(registerWriteRoutes, { db, limits });
 }
