@@ -2,8 +2,8 @@
  * App assembly: each concern is its own plugin. The partner API under /v1 (bearer tokens, rate
  * limits, reads, writes), the operator API under /admin/v1, health, and the OpenAPI description.
  */
-import { METHODS } from 'node:http';
-import Fastify, { type FastifyInstance } from 'fastify';
+import { METHODS, type Server } from 'node:http';
+import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify';
 import { CONFIG_DEFAULTS, type Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { TokenAuthenticator } from '../domain/tokens.ts';
@@ -34,9 +34,11 @@ export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMi
   logStream?: { write(line: string): void };
 };
 
-export async function buildApp(appSettings: AppSettings, db: Database): Promise<FastifyInstance> {
-  const settings = { ...CONFIG_DEFAULTS, ...appSettings };
-  const app = Fastify({
+type ServerSettings = Pick<Config, 'logLevel' | 'requestTimeoutMs' | 'headersTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs'>
+  & Pick<AppSettings, 'logStream'>;
+
+function serverOptions(settings: ServerSettings): FastifyHttpOptions<Server> {
+  return {
     logger: {
       level: settings.logLevel,
       redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
@@ -57,12 +59,21 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
     requestIdHeader: false,
     ...edgeOptions,
     return503OnClosing: false,
-  });
-  app.server.maxConnections = settings.maxConnections;
-  // Every method Node parses reaches the router, so a resource answers 405 to the ones it lacks.
+  };
+}
+
+/** Every method Node parses reaches the router, so a resource answers 405 to the ones it lacks. */
+function routeEveryMethod(app: FastifyInstance): void {
   for (const method of METHODS) {
     if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
   }
+}
+
+export async function buildApp(appSettings: AppSettings, db: Database): Promise<FastifyInstance> {
+  const settings = { ...CONFIG_DEFAULTS, ...appSettings };
+  const app = Fastify(serverOptions(settings));
+  app.server.maxConnections = settings.maxConnections;
+  routeEveryMethod(app);
   await app.register(errorHandling);
   await app.register(edge);
   await app.register(openApi);
