@@ -2,20 +2,18 @@
  * App assembly: each concern is its own plugin. The partner API under /v1 (bearer tokens, rate
  * limits, reads, writes), the operator API under /admin/v1, health, and the OpenAPI description.
  */
-import { METHODS } from 'node:http';
-import Fastify, { type FastifyInstance } from 'fastify';
+import { METHODS, type Server } from 'node:http';
+import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify';
 import { CONFIG_DEFAULTS, type Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
-import { pendingMigrations } from '../db/migrate.ts';
-import { StoreUnavailableError } from '../db/store.ts';
-import { apiError } from '../errors.ts';
 import { TokenAuthenticator } from '../domain/tokens.ts';
-import { adminRoutes } from './admin-routes.ts';
-import { authenticatePartner } from './auth.ts';
-import { MAX_HEADER_BYTES, edgeOptions, installEdgeHooks } from './edge.ts';
-import { installErrorHandling } from './errors.ts';
-import { registerOpenApi } from './openapi.ts';
-import { registerRateLimits } from './rate-limits.ts';
+import { operatorApi } from './admin/index.ts';
+import { partnerAuth } from './auth.ts';
+import { MAX_HEADER_BYTES, edge, edgeOptions } from './edge.ts';
+import { errorHandling } from './errors.ts';
+import { health } from './health.ts';
+import { openApi, openApiDocument } from './openapi.ts';
+import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { registerReadRoutes } from './read-routes.ts';
 import { registerWriteRoutes } from './write-routes.ts';
 
@@ -36,19 +34,11 @@ export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMi
   logStream?: { write(line: string): void };
 };
 
-const TIMED_OUT = Symbol('timed out');
+type ServerSettings = Pick<Config, 'logLevel' | 'requestTimeoutMs' | 'headersTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs'>
+  & Pick<AppSettings, 'logStream'>;
 
-function withinMs<T>(ms: number, work: Promise<T>): Promise<T | typeof TIMED_OUT> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(resolve, ms, TIMED_OUT);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
-
-export async function buildApp(appSettings: AppSettings, db: Database): Promise<FastifyInstance> {
-  const settings = { ...CONFIG_DEFAULTS, ...appSettings };
-  const app = Fastify({
+function serverOptions(settings: ServerSettings): FastifyHttpOptions<Server> {
+  return {
     logger: {
       level: settings.logLevel,
       redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
@@ -69,38 +59,45 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
     requestIdHeader: false,
     ...edgeOptions,
     return503OnClosing: false,
-  });
-  app.server.maxConnections = settings.maxConnections;
-  // Every method Node parses reaches the router, so a resource answers 405 to the ones it lacks.
+  };
+}
+
+/** Every method Node parses reaches the router, so a resource answers 405 to the ones it lacks. */
+function routeEveryMethod(app: FastifyInstance): void {
   for (const method of METHODS) {
     if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true });
   }
-  installErrorHandling(app);
-  installEdgeHooks(app);
-  await registerOpenApi(app);
+}
 
-  // Liveness: the process answers. It never touches the store, so a store outage does not get
-  // healthy instances restarted.
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-
-  // Readiness: the store answers within the ready timeout and its schema is migrated.
-  const { readyTimeoutMs } = settings;
-  app.get('/readyz', { schema: { hide: true } }, async () => {
-    const pending = await withinMs(readyTimeoutMs, pendingMigrations(db.store));
-    if (pending === TIMED_OUT) throw new StoreUnavailableError('READY_TIMEOUT', `The data store did not answer within ${readyTimeoutMs} ms.`);
-    if (pending.length > 0) {
-      throw apiError('NOT_READY', pending.length);
-    }
-    return { status: 'ready' };
-  });
+export async function buildApp(appSettings: AppSettings, db: Database): Promise<FastifyInstance> {
+  const settings = { ...CONFIG_DEFAULTS, ...appSettings };
+  const app = Fastify(serverOptions(settings));
+  app.server.maxConnections = settings.maxConnections;
+  routeEveryMethod(app);
+  await app.register(errorHandling);
+  await app.register(edge);
+  await app.register(openApi);
+  await app.register(health, { db, readyTimeoutMs: settings.readyTimeoutMs });
+  const { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl } = settings;
+  await app.register(rateLimits, { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl });
 
   const tokens = new TokenAuthenticator(db);
-  const limits = await registerRateLimits(app, settings);
+  const limits = app.rateLimits;
   await app.register(async (v1) => {
-    v1.addHook('onRequest', authenticatePartner(tokens, limits.authFailures));
-    registerReadRoutes(v1, { db, limits, plannedCounts: settings.plannedCounts });
-    registerWriteRoutes(v1, { db, limits });
-  });
-  await app.register(adminRoutes, { prefix: '/admin/v1', db, tokens, authFailures: limits.authFailures, adminKey: settings.adminKey });
+    await v1.register(openApiDocument);
+    await v1.register(partnerApi, { db, tokens, limits, plannedCounts: settings.plannedCounts });
+  }, { prefix: '/v1' });
+  await app.register(operatorApi, { prefix: '/admin/v1', db, tokens, authFailures: limits.authFailures, adminKey: settings.adminKey });
   return app;
+}
+
+/** Reads and writes, behind bearer tokens; the OpenAPI document beside them needs none. */
+async function partnerApi(
+  app: FastifyInstance,
+  options: { db: Database; tokens: TokenAuthenticator; limits: RateLimitHooks; plannedCounts: boolean },
+): Promise<void> {
+  const { db, tokens, limits, plannedCounts } = options;
+  await app.register(partnerAuth, { tokens, authFailures: limits.authFailures });
+  await app.register(registerReadRoutes, { db, limits, plannedCounts });
+  await app.register(registerWriteRoutes, { db, limits });
 }

@@ -2,24 +2,25 @@
  * Bearer-token authentication for the partner API (spec 'Authentication', decisions D3).
  * Tokens are looked up by hash and never logged.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { apiError } from '../errors.ts';
 import type { Principal, TokenAuthenticator } from '../domain/tokens.ts';
 import type { AuthFailureGuard } from './rate-limits.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
+    /** Who the bearer token speaks for; set by the partner API's onRequest hook. */
     principal: Principal;
   }
 }
-
 
 export function bearerToken(header: string | undefined): string | null {
   const match = header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
   return match ? match[1] : null;
 }
 
-export function authenticatePartner(tokens: TokenAuthenticator, failures: AuthFailureGuard) {
+function authenticatePartner(tokens: TokenAuthenticator, failures: AuthFailureGuard) {
   const refuse = async (request: FastifyRequest, reason: 'missing' | 'malformed' | 'unknown') => {
     await failures.record(request);
     return apiError('UNAUTHORIZED', reason);
@@ -35,6 +36,16 @@ export function authenticatePartner(tokens: TokenAuthenticator, failures: AuthFa
     request.principal = principal;
   };
 }
+
+/**
+ * Every route registered beside this plugin answers only to a known bearer token, and reads
+ * `request.principal` (fastify-plugin, so the hook and the decoration reach those siblings).
+ */
+export const partnerAuth = fp(async (app: FastifyInstance, options: { tokens: TokenAuthenticator; authFailures: AuthFailureGuard }) => {
+  // Null until the onRequest hook below has run, which is before any partner route sees it.
+  app.decorateRequest('principal', null as unknown as Principal);
+  app.addHook('onRequest', authenticatePartner(options.tokens, options.authFailures));
+}, { name: 'partner-auth' });
 
 /** Writes need a write-enabled token scoped to a single university. */
 export async function requireWriteToken(request: FastifyRequest, _reply: FastifyReply): Promise<void> {

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { type ApiError, apiError } from '../errors.ts';
 
 /** The request line and headers together; over it, 431 HEADERS_TOO_LARGE. */
@@ -68,13 +69,15 @@ function answerFrameworkError(error: FastifyError, _request: FastifyRequest, rep
   reply.code(answer.status).header('connection', 'close').type('application/json; charset=utf-8').send(answer.toBody());
 }
 
+/** The server options that answer below the routes; they can only be given to Fastify(). */
 export const edgeOptions = {
   genReqId: requestIdOf,
   clientErrorHandler: answerClientError,
   frameworkErrors: answerFrameworkError,
 };
 
-export function installEdgeHooks(app: FastifyInstance): void {
+/** The hooks every request passes (fastify-plugin, so they are the root's and reach every route). */
+export const edge = fp(async (app: FastifyInstance) => {
   // Node answers an Expect other than 100-continue itself, with an empty 417, unless asked here.
   app.server.on('checkExpectation', (request: IncomingMessage) => {
     writeRaw(request.socket, apiError('EXPECTATION_FAILED', String(request.headers.expect)));
@@ -99,4 +102,4 @@ export function installEdgeHooks(app: FastifyInstance): void {
     // rest of the body is never read.
     if (request.raw.complete === false) reply.header('connection', 'close');
   });
-}
+}, { name: 'edge' });

@@ -4,6 +4,7 @@
  * does; anything unexpected becomes a 500 that names no table, query or stack.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { ApiError, apiError } from '../errors.ts';
 import { databaseErrorToApiError } from './sqlstates.ts';
 
@@ -29,9 +30,22 @@ function fastifyErrorToApiError(error: FastifyError): ApiError | null {
   return null;
 }
 
-export function installErrorHandling(app: FastifyInstance): void {
+/**
+ * Any other error Fastify marks as the client's (a 4xx statusCode, such as a request body whose
+ * stream broke off while it was read) is a 400, not a 500; Fastify's message names no internals.
+ */
+function clientErrorToApiError(error: FastifyError): ApiError | null {
+  const status = error.statusCode;
+  if (status === undefined || status < 400 || status >= 500) return null;
+  return apiError('INVALID_BODY', `The request could not be read: ${error.message}.`);
+}
+
+/** The error and not-found handlers of the whole app (fastify-plugin, so they are the root's). */
+export const errorHandling = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const answer = error instanceof ApiError ? error : fastifyErrorToApiError(error) ?? databaseErrorToApiError(error, request.body);
+    const answer = error instanceof ApiError
+      ? error
+      : fastifyErrorToApiError(error) ?? databaseErrorToApiError(error, request.body) ?? clientErrorToApiError(error);
     if (!answer) {
       request.log.error({ err: error }, 'unexpected error');
       return reply.code(500).type('application/json; charset=utf-8').send(apiError('INTERNAL', request.id).toBody());
@@ -43,4 +57,4 @@ export function installErrorHandling(app: FastifyInstance): void {
     reply.code(404).type('application/json; charset=utf-8').send(
       apiError('NOT_FOUND', `No endpoint at ${request.method} ${request.url.split('?')[0]}.`).toBody());
   });
-}
+}, { name: 'error-handling' });

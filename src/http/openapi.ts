@@ -1,9 +1,10 @@
 /**
  * The OpenAPI description, generated from the route schemas, which in turn come from the
- * resource registry. Served at GET /v1/openapi.json for client generation.
+ * resource registry. Served at GET /v1/openapi.json (src/http/app.ts) for client generation.
  */
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import type { Column, Resource } from '../resources/registry.ts';
 
 const COLUMN_SCHEMAS: Record<Column['type'], Record<string, unknown>> = {
@@ -51,7 +52,11 @@ const errorBody = {
 
 export const errorResponse = (description: string) => ({ description, ...errorBody });
 
-export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+/**
+ * Collects the schema of every route registered after it (fastify-plugin, so @fastify/swagger's
+ * onRoute hook sees the routes of every sibling plugin).
+ */
+export const openApi = fp(async (app: FastifyInstance) => {
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
@@ -66,5 +71,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       security: [{ bearer: [] }],
     },
   });
-  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}, { name: 'openapi' });
+
+/** GET /openapi.json under the prefix it is registered with; needs no token. */
+export async function openApiDocument(app: FastifyInstance): Promise<void> {
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }

@@ -6,8 +6,16 @@
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import { apiError } from '../errors.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The hooks that count reads, writes and failed authentications. */
+    rateLimits: RateLimitHooks;
+  }
+}
 
 export type RateLimitHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
@@ -64,21 +72,34 @@ function connectRedis(app: FastifyInstance, url: string): Redis {
   return redis;
 }
 
-export async function registerRateLimits(
-  app: FastifyInstance,
-  settings: { readLimitPerMin: number; writeLimitPerMin: number; authFailureLimitPerMin: number; redisUrl?: string },
-): Promise<RateLimitHooks> {
-  const redis = settings.redisUrl ? connectRedis(app, settings.redisUrl) : undefined;
-  if (redis) {
-    app.addHook('onClose', async () => void redis.disconnect());
-    // Commands are not queued, so requests served before the connection is up would go
-    // uncounted: the start waits for it, but not past a refusal or the connect timeout.
-    await new Promise<void>((resolve) => {
-      redis.once('ready', resolve);
-      redis.once('error', () => resolve());
-      setTimeout(resolve, REDIS_CONNECT_TIMEOUT_MS).unref();
-    });
-  }
+export interface RateLimitSettings {
+  readLimitPerMin: number;
+  writeLimitPerMin: number;
+  authFailureLimitPerMin: number;
+  redisUrl?: string;
+}
+
+/** The shared counting store when REDIS_URL is set; without it counters are in memory. */
+async function countingStore(app: FastifyInstance, redisUrl: string | undefined): Promise<Redis | undefined> {
+  if (!redisUrl) return undefined;
+  const redis = connectRedis(app, redisUrl);
+  app.addHook('onClose', async () => void redis.disconnect());
+  // Commands are not queued, so requests served before the connection is up would go
+  // uncounted: the start waits for it, but not past a refusal or the connect timeout.
+  await new Promise<void>((resolve) => {
+    redis.once('ready', resolve);
+    redis.once('error', () => resolve());
+    setTimeout(resolve, REDIS_CONNECT_TIMEOUT_MS).unref();
+  });
+  return redis;
+}
+
+/**
+ * Decorates the instance with `rateLimits` (fastify-plugin, so the partner and operator APIs
+ * registered beside it share one set of counters).
+ */
+export const rateLimits = fp(async (app: FastifyInstance, settings: RateLimitSettings) => {
+  const redis = await countingStore(app, settings.redisUrl);
   await app.register(rateLimit, { global: false, redis, nameSpace: 'pds-rate-limit:', skipOnError: true });
 
   const hook = (max: number, keyOf: (request: FastifyRequest) => string): RateLimitHook => {
@@ -107,9 +128,9 @@ export async function registerRateLimits(
     },
   };
 
-  return {
+  app.decorate('rateLimits', {
     read: hook(settings.readLimitPerMin, (request) => `read:${request.ip}`),
     write: hook(settings.writeLimitPerMin, (request) => `write:${request.principal.tokenId}`),
     authFailures,
-  };
-}
+  });
+}, { name: 'rate-limits' });

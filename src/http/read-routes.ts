@@ -94,7 +94,7 @@ function allowedMethods(resource: Resource): string {
 
 export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks; plannedCounts: boolean }): void {
   for (const resource of resources) {
-    app.get(`/v1/${resource.name}`, {
+    app.get(`/${resource.name}`, {
       schema: readSchema(resource),
       // Validation is the query parser's job; the schema documents the parameters.
       validatorCompiler: () => () => true,
@@ -102,7 +102,7 @@ export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; l
     }, readHandler(deps.db, resource, deps.plannedCounts));
   }
   // Reached by every method a resource's own routes do not serve, and by unknown resources.
-  app.all('/v1/:resource', { schema: { hide: true } }, async (request) => {
+  app.all('/:resource', { schema: { hide: true } }, async (request) => {
     const name = (request.params as { resource: string }).resource;
     const resource = resources.find((r) => r.name === name);
     if (resource) {

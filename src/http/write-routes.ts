@@ -79,7 +79,7 @@ export function registerWriteRoutes(app: FastifyInstance, deps: { db: Database; 
       const mode = MODES[method];
       typed.route({
         method,
-        url: `/v1/${resource}`,
+        url: `/${resource}`,
         schema: writeSchema(resource, mode),
         // Rows are validated one by one into per-row outcomes; the schema documents them.
         validatorCompiler: () => () => true,

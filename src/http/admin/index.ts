@@ -1,0 +1,47 @@
+/**
+ * The operator API under /admin/v1 (decisions D7), enabled by PDS_ADMIN_KEY. It onboards
+ * universities and stands in for the platform's own app; each area is a plugin of its own
+ * behind the one key check here.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Database } from '../../db/database.ts';
+import type { TokenAuthenticator } from '../../domain/tokens.ts';
+import { apiError } from '../../errors.ts';
+import { bearerToken } from '../auth.ts';
+import type { AuthFailureGuard } from '../rate-limits.ts';
+import { demoRoutes } from './demo.ts';
+import { onboardingRoutes } from './onboarding.ts';
+import { studentRoutes } from './students.ts';
+import { tokenRoutes } from './tokens.ts';
+
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+function requireAdminKey(adminKey: string | undefined, failures: AuthFailureGuard) {
+  const expected = adminKey === undefined ? null : digest(adminKey);
+  return async (request: FastifyRequest) => {
+    if (expected === null) throw apiError('NOT_FOUND', 'The operator API is disabled: PDS_ADMIN_KEY is not set.');
+    await failures.check(request);
+    const given = bearerToken(request.headers.authorization);
+    if (given === null || !timingSafeEqual(digest(given), expected)) {
+      await failures.record(request);
+      throw apiError('UNAUTHORIZED', 'operator');
+    }
+  };
+}
+
+export interface OperatorApiOptions {
+  db: Database;
+  tokens: TokenAuthenticator;
+  authFailures: AuthFailureGuard;
+  adminKey?: string;
+}
+
+export async function operatorApi(app: FastifyInstance, options: OperatorApiOptions): Promise<void> {
+  const { db, tokens } = options;
+  app.addHook('onRequest', requireAdminKey(options.adminKey, options.authFailures));
+  await app.register(onboardingRoutes, { db });
+  await app.register(tokenRoutes, { db, tokens });
+  await app.register(studentRoutes, { db });
+  await app.register(demoRoutes, { db });
+}

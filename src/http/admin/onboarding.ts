@@ -1,0 +1,39 @@
+/**
+ * Onboarding a university on the operator API: consortia, universities, campuses, resume
+ * templates, staff and self-serve accounts, and cohorts made the way the platform's app makes them.
+ */
+import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import type { Database } from '../../db/database.ts';
+import type { Queryable } from '../../db/store.ts';
+import {
+  createAccount, createCampus, createCohortInApp, createConsortium, createResumeTemplate, createUniversity,
+} from '../../domain/onboarding.ts';
+import { cohortCreateBody } from '../write-schemas.ts';
+import { closedBody, email, hidden, name, nullable, optionalText, uuid } from './schemas.ts';
+
+const consortiumBody = closedBody({ name });
+const universityBody = closedBody({
+  name, short_name: optionalText, consortium_id: Type.Optional(nullable(uuid)), country: optionalText, timezone: optionalText,
+});
+const campusBody = closedBody({ university_id: uuid, name, city: optionalText, country: optionalText });
+const resumeTemplateBody = closedBody({ university_id: uuid, name });
+const accountBody = closedBody({
+  email, kind: Type.Enum(['staff', 'self_serve']), university_id: Type.Optional(nullable(uuid)),
+});
+
+export const onboardingRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
+  /** A handler that creates one record from the body, as the operator, and answers 201 with it. */
+  const creates = <Body>(create: (tx: Queryable, body: Body) => Promise<unknown>) =>
+    async (request: { body: Body }, reply: FastifyReply) => {
+      reply.code(201);
+      return db.asOperator((tx) => create(tx, request.body));
+    };
+
+  app.post('/consortia', { schema: { ...hidden, body: consortiumBody } }, creates(createConsortium));
+  app.post('/universities', { schema: { ...hidden, body: universityBody } }, creates(createUniversity));
+  app.post('/campuses', { schema: { ...hidden, body: campusBody } }, creates(createCampus));
+  app.post('/resume-templates', { schema: { ...hidden, body: resumeTemplateBody } }, creates(createResumeTemplate));
+  app.post('/accounts', { schema: { ...hidden, body: accountBody } }, creates(createAccount));
+  app.post('/cohorts', { schema: { ...hidden, body: cohortCreateBody() } }, creates(createCohortInApp));
+};
