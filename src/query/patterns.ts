@@ -4,6 +4,7 @@
  * which cannot interrupt a running statement: on one 1,000-character résumé, `(.+)\1x` took
  * 0.9 s and `((.{1,50}){1,50}){1,50}x[^p]` 45 ms, so a page of them holds every tenant for minutes.
  */
+import { parseArrayLiteral } from '../db/array-literal.ts';
 import { type ApiError, apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { ComparisonOperator } from './syntax.ts';
@@ -14,27 +15,9 @@ const REGEX_OPERATORS: ReadonlySet<ComparisonOperator> = new Set(['match', 'imat
 
 const patternTooComplex = (op: string, pattern: string, reason: string): ApiError => apiError('PATTERN_TOO_COMPLEX', op, pattern, reason);
 
-/** The elements of a one-dimensional array literal `{a,"b,c"}` as PostgreSQL's array input reads them. */
-export function arrayLiteralElements(literal: string): string[] {
-  const text = literal.trim();
-  if (!text.startsWith('{')) return [literal];
-  const elements: string[] = [];
-  let current = '';
-  let quoted = false;
-  for (let i = 1; i < text.length; i++) {
-    const ch = text[i];
-    if (ch === '\\') current += text[++i] ?? '';
-    else if (quoted) {
-      if (ch === '"') quoted = false;
-      else current += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',' || ch === '}') {
-      elements.push(current.trim());
-      current = '';
-    } else if (ch !== '{') current += ch;
-  }
-  return elements;
-}
+/** The patterns of an `any`/`all` list; a value that is no array literal is one pattern. */
+export const arrayLiteralElements = (literal: string): string[] =>
+  parseArrayLiteral(literal)?.filter((e): e is string => e !== null) ?? [literal];
 
 const BOUND = /^\{(\d+)(?:,(\d*))?\}/;
 
