@@ -92,6 +92,12 @@ for (const backend of backends()) {
       assert.ok(res.json.hint);
     });
 
+    test('an any/all list with a dimension prefix is checked like any other', async () => {
+      const res = await h.get('/v1/resumes?select=id&limit=1&content=match(any).%5B1:1%5D=%7B%22(.%2B)%5C%5C1x%22%7D', consortium);
+      assert.equal(res.status, 400);
+      assert.equal(res.json.code, 'PATTERN_TOO_COMPLEX');
+    });
+
     test('runaway patterns are refused in filters, logic trees and any/all lists', async () => {
       const long = 'a'.repeat(LIMITS.maxPatternLength + 1);
       for (const query of ['content=imatch.(a%2B)%2Bx', `content=like.*${long}*`, 'content=match.a{1,200}',
