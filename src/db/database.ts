@@ -1,4 +1,4 @@
-import type { Queryable, Store, TransactionOptions } from './store.ts';
+import { type Queryable, type Store, type TransactionOptions, pipelined } from './store.ts';
 
 /** The universities a token may see: one, or the members of a consortium. */
 export interface Scope {
@@ -32,12 +32,6 @@ export class Database {
    * one connection run in order, so they travel in one pipeline; a failure of either fails both.
    */
   private inRole<T>(settings: string, params: string[], fn: (tx: Queryable) => Promise<T>, options: TransactionOptions): Promise<T> {
-    return this.store.transaction(async (tx) => {
-      const applied = tx.query(settings, params);
-      applied.catch(() => {});
-      const result = await fn(tx);
-      await applied;
-      return result;
-    }, options);
+    return this.store.transaction((tx) => pipelined(tx.query(settings, params), () => fn(tx)), options);
   }
 }

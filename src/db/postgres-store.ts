@@ -2,7 +2,9 @@ import net from 'node:net';
 import postgres from 'postgres';
 import { parseArrayLiteral } from './array-literal.ts';
 import { Pool, TimeoutError } from 'tarn';
-import { type Queryable, type Store, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, transactionPreamble } from './store.ts';
+import {
+  type Queryable, type Store, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, pipelined, transactionPreamble,
+} from './store.ts';
 
 const arrayOf = (parse: (element: string) => unknown) => (literal: string) =>
   (parseArrayLiteral(literal) ?? []).map((element) => (element === null ? null : parse(element)));
@@ -46,7 +48,7 @@ type Statement = PromiseLike<unknown>;
 
 /** postgres.js's documented `socket` option (README, "Custom socket"), which its types omit. */
 interface CustomSocket {
-  socket(options: { host: string[]; port: number[] }): Promise<net.Socket>;
+  socket(options: { host: string[]; port: number[]; path?: string }): Promise<net.Socket>;
 }
 
 /**
@@ -68,7 +70,10 @@ class Session {
   private readonly outstanding = new Set<(error: StoreUnavailableError) => void>();
 
   constructor(url: string, private readonly limits: StoreTimeouts) {
-    const customSocket: CustomSocket = { socket: (options) => this.openSocket(options.host[0], options.port[0]) };
+    // A Unix-socket URL (`?host=/var/run/postgresql`) arrives as `path`; otherwise the first host.
+    const customSocket: CustomSocket = {
+      socket: (options) => this.openSocket(options.path ? { path: options.path } : { host: options.host[0], port: options.port[0] }),
+    };
     this.sql = postgres(url, Object.assign({
       max: 1,
       onnotice: () => {},
@@ -105,10 +110,10 @@ class Session {
     this.sql.end({ timeout: 0 }).catch(() => {});
   }
 
-  private async openSocket(host: string, port: number): Promise<net.Socket> {
+  private async openSocket(address: net.NetConnectOpts): Promise<net.Socket> {
     if (this.socketRequested) throw new StoreUnavailableError('CONNECTION_CLOSED', 'The session was lost.');
     this.socketRequested = true;
-    const socket = net.connect({ host, port });
+    const socket = net.connect(address);
     this.socket = socket;
     socket.on('error', () => {});
     socket.once('close', () => this.destroy(new StoreUnavailableError('CONNECTION_CLOSED', 'The connection to the data store closed.')));
@@ -279,10 +284,7 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       const lease = await pool.lease(options.storeWaitMs);
       const tx = lease.queryable();
       try {
-        const begin = tx.exec(`begin ${transactionPreamble(options)}`);
-        begin.catch(() => {});
-        const result = await fn(tx);
-        await begin;
+        const result = await pipelined(tx.exec(`begin ${transactionPreamble(options)}`), () => fn(tx));
         await tx.exec('commit');
         return result;
       } catch (error) {

@@ -66,6 +66,24 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/**
+ * Runs `rest` after `first`, a statement already sent and not awaited, so the two travel in one
+ * pipeline (statements on one connection run in order). When `rest` fails, `first`'s own failure
+ * is what the caller sees if it had one: it is the cause (a lock wait cut by the statement
+ * timeout, say), and the statements after it failed only because the transaction was aborted.
+ */
+export async function pipelined<T>(first: Promise<unknown>, rest: () => Promise<T>): Promise<T> {
+  first.catch(() => {});
+  try {
+    const result = await rest();
+    await first;
+    return result;
+  } catch (error) {
+    await first;
+    throw error;
+  }
+}
+
 /** The fields every database error carries on both backends. */
 export interface DatabaseError extends Error {
   code: string;

@@ -2,7 +2,7 @@
  * The HTTP edge below the routes: answers Node's parser gives before Fastify sees a request
  * (malformed request line or headers, header overflow, slow clients), Fastify's own framework
  * errors, the request id, and closing connections whose body was not read. Every answer
- * carries the documented body `{ code, message, details, hint }` (decisions D3).
+ * carries the documented body `{ code, message, details, hint }` (docs/decisions.md, Errors).
  */
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
@@ -82,15 +82,19 @@ export const edge = fp(async (app: FastifyInstance) => {
   app.server.on('checkExpectation', (request: IncomingMessage) => {
     writeRaw(request.socket, apiError('EXPECTATION_FAILED', String(request.headers.expect)));
   });
-  // Fastify's own 503 while closing has another body shape, so closing is answered here.
+  // While closing, a further request on a keep-alive connection that has been answered before
+  // gets 503 (Fastify's own has another body shape); the first request of a connection accepted
+  // before the close is served, however late it reaches the router.
   let closing = false;
+  const answeredSockets = new WeakSet<Socket>();
   app.addHook('preClose', async () => {
     closing = true;
   });
   app.addHook('onRequest', async (request) => {
-    if (closing) {
-      throw apiError('SHUTTING_DOWN');
+    if (closing && answeredSockets.has(request.raw.socket)) {
+      throw apiError('SHUTTING_DOWN').withHeaders({ connection: 'close' });
     }
+    answeredSockets.add(request.raw.socket);
     // Node's own answer to a missing Host is an empty 400; this one has the documented body.
     if (request.raw.httpVersion === '1.1' && request.raw.headers.host === undefined) {
       throw apiError('BAD_REQUEST', 'host').withHeaders({ connection: 'close' });

@@ -79,7 +79,8 @@ function readHandler(db: Database, resource: Resource, plannedCounts: boolean) {
     const result = await executeRead(db, request.principal, plan, {
       head,
       plannedCounts,
-      onLateError: (error) => request.log.error({ err: error }, 'streaming a page failed; the response was aborted'),
+      // The code only: a failure's message can quote a row's value, and personal data stays out of logs.
+      onLateError: (error) => request.log.error({ code: (error as { code?: unknown }).code }, 'streaming a page failed; the response was aborted'),
     });
     const { status, headers } = readResponseHead(plan, result);
     reply.code(status).headers(headers);

@@ -117,7 +117,7 @@ const fetchBatch = (tx: Queryable) => tx.firstColumn(`FETCH FORWARD ${STREAM_BAT
 async function* streamedRows(tx: Queryable, firstBatch: (string | Uint8Array)[]): AsyncGenerator<string | Uint8Array> {
   yield '[';
   let first = true;
-  for (let rows = firstBatch; rows.length > 0; rows = await fetchBatch(tx)) {
+  for (let rows = firstBatch; rows.length > 0; rows = await fetchBatch(tx).catch(abortPage)) {
     for (const row of rows) {
       if (!first) yield COMMA;
       first = false;
@@ -126,6 +126,24 @@ async function* streamedRows(tx: Queryable, firstBatch: (string | Uint8Array)[])
   }
   yield ']';
 }
+
+/**
+ * What a page that failed after its status line is destroyed with: the SQLSTATE alone. The
+ * failure's own message can quote a row's value (`invalid input syntax for type integer: "x"`),
+ * and the stream's error reaches the logs.
+ */
+class PageAbortedError extends Error {
+  readonly code: string;
+  constructor(cause: unknown) {
+    const code = String((cause as { code?: unknown })?.code ?? 'UNKNOWN');
+    super(`The page failed after its first rows were sent (${code}).`);
+    this.code = code;
+  }
+}
+
+const abortPage = (error: unknown): never => {
+  throw new PageAbortedError(error);
+};
 
 /** Node's code when a stream ends without its end: here, the client went away. */
 const PREMATURE_CLOSE = 'ERR_STREAM_PREMATURE_CLOSE';

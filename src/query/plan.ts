@@ -85,7 +85,9 @@ function planOutput(resource: Resource, syntax: ReadSyntax): OutputColumn[] {
     }
     let cast: string | null = null;
     if (item.cast !== null) {
-      cast = CAST_TYPES[item.cast.toLowerCase()] ?? null;
+      const type = item.cast.toLowerCase();
+      // An own property only: `constructor` or `__proto__` must not name a type.
+      cast = Object.hasOwn(CAST_TYPES, type) ? CAST_TYPES[type] : null;
       if (cast === null) {
         throw apiError('42704', item.cast, Object.keys(CAST_TYPES));
       }

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 import { beginBatch } from '../db/locks.ts';
+import { pipelined } from '../db/store.ts';
 import { inSavepoint } from '../db/savepoint.ts';
 import { todayUtc } from '../domain/alumni.ts';
 import { type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
@@ -59,11 +60,8 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
   const { rows, results } = validateRows(raw, (row, index) => validateStudentRow(row, index, mode),
     (v): StudentResult => ({ email: v.sentEmail, status: 'rejected', ...v.rejected }));
   const context = { mode, today: todayUtc(), newId: randomUUID };
-  await db.asPartner({ universityIds: [universityId] }, async (tx) => {
-    // Not awaited: statements on one connection run in order, so the lock is held before the
-    // state is read, and the two travel in one pipeline.
-    const locked = beginBatch(tx, universityId);
-    locked.catch(() => {});
+  await db.asPartner({ universityIds: [universityId] }, (tx) => pipelined(beginBatch(tx, universityId), async () => {
+    // The lock is held before the state is read: the two travel in one pipeline.
     const losers = await settleRaces(rows, async (pending) => {
       const state = await loadStudentState(tx, universityId, pending);
       const decisions = decideStudentBatch(pending, state, context);
@@ -73,11 +71,10 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
       for (const d of decisions) if (!lost.has(d.row.index)) results[d.row.index] = studentResult(d);
       return lost;
     });
-    await locked;
     for (const row of losers) {
       results[row.index] = { email: row.sentEmail, status: 'rejected', ...reject('CONCURRENT_WRITE', 'Another write took this address at the same moment; retry the row.') };
     }
-  });
+  }));
   return {
     counts: countOutcomes(results),
     cohorts_created: 0,
