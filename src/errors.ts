@@ -192,7 +192,7 @@ export const ERRORS = {
     status: 413, when: `More than ${LIMITS.batchRows} rows in one write; nothing is written.`,
     text: (rows: number) => ({
       message: `A batch holds at most ${LIMITS.batchRows} rows; this one has ${rows}. Nothing was written.`,
-      hint: 'Split the rows into batches of 200 to 500.',
+      hint: `Split the rows into batches of 200 to ${LIMITS.batchRows}.`,
     }),
   }),
 

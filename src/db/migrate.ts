@@ -12,10 +12,7 @@ const migrationsDir = fileURLToPath(new URL('./migrations/', import.meta.url));
 /** Any constant works; it only has to be the same for every instance. */
 const MIGRATION_LOCK_KEY = '7263519041';
 
-/**
- * Applies the pending `.sql` files in name order, in one transaction under an advisory lock,
- * so two instances starting together never apply a file twice or see a half-applied schema.
- */
+/** The migration files in the order they apply: by name. */
 async function migrationFiles(): Promise<string[]> {
   return (await readdir(migrationsDir)).filter((f) => f.endsWith('.sql')).sort();
 }
@@ -32,6 +29,10 @@ export async function pendingMigrations(store: Store): Promise<string[]> {
   return (await migrationFiles()).filter((f) => !names.has(f));
 }
 
+/**
+ * Applies the pending `.sql` files in name order, in one transaction under an advisory lock,
+ * so two instances starting together never apply a file twice or see a half-applied schema.
+ */
 export async function migrate(store: Store): Promise<string[]> {
   const files = await migrationFiles();
   return store.transaction(async (tx) => {

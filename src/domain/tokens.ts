@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Database, Scope } from '../db/database.ts';
 import type { Queryable } from '../db/store.ts';
 
-export const TOKEN_PREFIX = 'pds_';
+const TOKEN_PREFIX = 'pds_';
 
 export interface Principal extends Scope {
   readonly tokenId: string;

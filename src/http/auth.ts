@@ -1,5 +1,5 @@
 /**
- * Bearer-token authentication for the partner API (spec 'Authentication', decisions D3).
+ * Bearer-token authentication for the partner API (docs/api.md, Authentication; docs/decisions.md, Errors).
  * Tokens are looked up by hash and never logged.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

@@ -1,5 +1,5 @@
 /**
- * Every failure leaves in the documented body `{ code, message, details, hint }` (decisions D3).
+ * Every failure leaves in the documented body `{ code, message, details, hint }` (docs/decisions.md, Errors).
  * Database errors caused by the caller's values keep PostgreSQL's code and message, as PostgREST
  * does; anything unexpected becomes a 500 that names no table, query or stack.
  */

@@ -1,5 +1,5 @@
 /**
- * Rate limits (decisions D6): reads 600 a minute per source IP across every list endpoint,
+ * Rate limits (docs/decisions.md, Tokens and limits): reads 600 a minute per source IP across every list endpoint,
  * writes 60 a minute per token, and failed authentications per source IP. Counting is
  * @fastify/rate-limit's, in memory or, with REDIS_URL, shared through Redis; the headers and
  * the 429 body are the service's own. While Redis is unreachable the limits fail open.

@@ -19,7 +19,7 @@ import { type StudentDecision, type StudentResult, decideStudentBatch, studentRe
 import { applyStudentChanges, loadStudentState } from './student-store.ts';
 
 /** Internal retries before a row that keeps losing a race is reported CONCURRENT_WRITE. */
-export const RACE_RETRIES = 1;
+const RACE_RETRIES = 1;
 
 /** Failures that mean an apply attempt lost a race and may be decided again: deadlock, serialization. */
 const RACE_SQLSTATES: ReadonlySet<string> = new Set(['40P01', '40001']);

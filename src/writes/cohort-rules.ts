@@ -100,7 +100,7 @@ function fieldsOf(record: CohortRecord): CohortFields {
   return fields;
 }
 
-export function decideCohortRow(row: CohortRow, state: CohortBatchState, mode: WriteMode, newId: () => string): CohortDecision {
+function decideCohortRow(row: CohortRow, state: CohortBatchState, mode: WriteMode, newId: () => string): CohortDecision {
   const rejected = (rejection: CohortRejection): CohortDecision => ({ kind: 'reject', row, rejection });
   const matches = state.cohortsByName.get(row.name) ?? [];
   if (matches.length > 1) return rejected(reject('NAME_AMBIGUOUS', `${matches.length} cohorts of your university share the name "${row.name}".`));

@@ -9,7 +9,7 @@ import type { WriteField, WriteShape } from '../resources/write-shapes.ts';
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 /** A real calendar date in `YYYY-MM-DD` form. */
-export function isIsoDate(value: unknown): value is string {
+function isIsoDate(value: unknown): value is string {
   if (typeof value !== 'string') return false;
   const match = ISO_DATE.exec(value);
   if (!match) return false;

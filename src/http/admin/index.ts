@@ -1,5 +1,5 @@
 /**
- * The operator API under /admin/v1 (decisions D7), enabled by PDS_ADMIN_KEY. It onboards
+ * The operator API under /admin/v1 (docs/decisions.md, Operator API), enabled by PDS_ADMIN_KEY. It onboards
  * universities and stands in for the platform's own app; each area is a plugin of its own
  * behind the one key check here.
  */
