@@ -64,6 +64,9 @@ export async function startService(databaseUrl: string, port: number): Promise<S
     env: {
       ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn',
       PDS_READ_LIMIT_PER_MIN: '100000000', PDS_WRITE_LIMIT_PER_MIN: '100000000',
+      // Throughput, not load shedding: 32 concurrent one-second offset pages on 10 connections
+      // wait longer than the default 2 s for a connection, and the default answers those 503.
+      PDS_DB_POOL_WAIT_MS: '30000',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
