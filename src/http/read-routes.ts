@@ -103,8 +103,8 @@ export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; l
     }, readHandler(deps.db, resource, deps.plannedCounts));
   }
   // Reached by every method a resource's own routes do not serve, and by unknown resources.
-  app.all('/:resource', { schema: { hide: true } }, async (request) => {
-    const name = (request.params as { resource: string }).resource;
+  app.all<{ Params: { resource: string } }>('/:resource', { schema: { hide: true } }, async (request) => {
+    const name = request.params.resource;
     const resource = resources.find((r) => r.name === name);
     if (resource) {
       const allow = allowedMethods(resource);
