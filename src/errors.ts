@@ -153,8 +153,8 @@ export const ERRORS = {
   }),
   HEADERS_TOO_LARGE: define({
     status: 431, when: 'The request line and headers are larger than the service accepts.',
-    text: (maxBytes: number) => ({
-      message: 'The request line and headers are larger than the service accepts.', hint: `Keep the URL and headers under ${maxBytes / 1024} KiB.`,
+    text: () => ({
+      message: 'The request line and headers are larger than the service accepts.', hint: `Keep the URL and headers under ${LIMITS.headerBytes / 1024} KiB.`,
     }),
   }),
   EXPECTATION_FAILED: define({

@@ -2,6 +2,8 @@
  * The limits of the interface, in one place: the parser, the planner, the routes, the error
  * catalogue and the documentation (docs/api.md, "Limits") all read them from here.
  */
+import type { ErrorCode } from './errors.ts';
+
 export const LIMITS = {
   maxQueryStringBytes: 16_384,
   maxConditions: 200,
@@ -20,23 +22,36 @@ export const LIMITS = {
   rowsPerResponse: 10_000,
   batchRows: 500,
   bodyBytes: 4 * 1024 * 1024,
+  /** Room above the query-string cap, so that it is the service's 414 that answers a long one. */
+  headerBytes: 64 * 1024,
 } as const;
 
 export type Limit = keyof typeof LIMITS;
 
-/** What each limit bounds and what a request over it gets; a new limit must say both. */
-export const LIMIT_DESCRIPTIONS: Readonly<Record<Limit, { readonly bounds: string; readonly answer: string }>> = {
-  maxQueryStringBytes: { bounds: 'bytes of a read\'s query string', answer: '414 `URI_TOO_LONG`' },
-  maxConditions: { bounds: 'filters and logic-tree nodes of one read', answer: '400 `QUERY_TOO_COMPLEX`' },
-  maxTreeDepth: { bounds: 'nesting of `and`/`or` trees', answer: '400 `QUERY_TOO_COMPLEX`' },
-  maxListValues: { bounds: 'values in one `in.(…)` list', answer: '400 `QUERY_TOO_COMPLEX`' },
-  maxSelectItems: { bounds: 'items of `select`', answer: '400 `QUERY_TOO_COMPLEX`' },
-  maxOutputColumns: { bounds: 'columns a read returns (`*` counts each)', answer: '400 `QUERY_TOO_COMPLEX`' },
-  maxOrderTerms: { bounds: 'terms of `order`', answer: '400 `QUERY_TOO_COMPLEX`' },
-  maxPatternLength: { bounds: 'characters of a `like`, `ilike`, `match` or `imatch` pattern', answer: '400 `PATTERN_TOO_COMPLEX`' },
-  maxPatternRepetitions: { bounds: 'repetition operators in one regular expression (back-references and repeated repeating groups are refused outright)', answer: '400 `PATTERN_TOO_COMPLEX`' },
-  maxRepetitionBound: { bounds: 'the count a `{m,n}` bound of a regular expression may name', answer: '400 `PATTERN_TOO_COMPLEX`' },
-  rowsPerResponse: { bounds: 'rows of one list response', answer: 'a larger `limit` is cut to it; an omitted limit returns at most this many' },
-  batchRows: { bounds: 'rows of one write', answer: '413 `BATCH_TOO_LARGE`, nothing written' },
-  bodyBytes: { bounds: 'bytes of a request body', answer: '413 `PAYLOAD_TOO_LARGE`, nothing written' },
+/** What each limit bounds and what a request over it gets (a catalogue code, with a note where needed). */
+interface LimitDescription {
+  readonly bounds: string;
+  readonly code?: ErrorCode;
+  readonly note?: string;
+}
+
+/** A new limit must say both; the docs' "Limits" table is generated from this. */
+export const LIMIT_DESCRIPTIONS: Readonly<Record<Limit, LimitDescription>> = {
+  maxQueryStringBytes: { bounds: 'bytes of a read\'s query string', code: 'URI_TOO_LONG' },
+  maxConditions: { bounds: 'filters and logic-tree nodes of one read', code: 'QUERY_TOO_COMPLEX' },
+  maxTreeDepth: { bounds: 'nesting of `and`/`or` trees', code: 'QUERY_TOO_COMPLEX' },
+  maxListValues: { bounds: 'values in one `in.(…)` list', code: 'QUERY_TOO_COMPLEX' },
+  maxSelectItems: { bounds: 'items of `select`', code: 'QUERY_TOO_COMPLEX' },
+  maxOutputColumns: { bounds: 'columns a read returns (`*` counts each)', code: 'QUERY_TOO_COMPLEX' },
+  maxOrderTerms: { bounds: 'terms of `order`', code: 'QUERY_TOO_COMPLEX' },
+  maxPatternLength: { bounds: 'characters of a `like`, `ilike`, `match` or `imatch` pattern', code: 'PATTERN_TOO_COMPLEX' },
+  maxPatternRepetitions: {
+    bounds: 'repetition operators in one regular expression (back-references and repeated repeating groups are refused outright)',
+    code: 'PATTERN_TOO_COMPLEX',
+  },
+  maxRepetitionBound: { bounds: 'the count a `{m,n}` bound of a regular expression may name', code: 'PATTERN_TOO_COMPLEX' },
+  rowsPerResponse: { bounds: 'rows of one list response', note: 'a larger `limit` is cut to it; an omitted limit returns at most this many' },
+  batchRows: { bounds: 'rows of one write', code: 'BATCH_TOO_LARGE', note: 'nothing written' },
+  bodyBytes: { bounds: 'bytes of a request body', code: 'PAYLOAD_TOO_LARGE', note: 'nothing written' },
+  headerBytes: { bounds: 'bytes of the request line and headers', code: 'HEADERS_TOO_LARGE' },
 };

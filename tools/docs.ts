@@ -34,8 +34,11 @@ function errorsSection(): string {
 
 function limitsSection(): string {
   const names = Object.keys(LIMITS) as Limit[];
-  return table(['limit', 'value', 'over it'], names.map((name) =>
-    [LIMIT_DESCRIPTIONS[name].bounds, LIMITS[name].toLocaleString('en-US'), LIMIT_DESCRIPTIONS[name].answer]));
+  return table(['limit', 'value', 'over it'], names.map((name) => {
+    const { bounds, code, note } = LIMIT_DESCRIPTIONS[name];
+    const answer = [code ? `${ERRORS[code].status} \`${code}\`` : null, note].filter(Boolean).join(', ');
+    return [bounds, LIMITS[name].toLocaleString('en-US'), answer];
+  }));
 }
 
 function fieldType(field: WriteField): string {

@@ -5,20 +5,18 @@
 import { METHODS, type Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify';
 import { CONFIG_DEFAULTS, type Config } from '../config.ts';
+import { LIMITS } from '../limits.ts';
 import type { Database } from '../db/database.ts';
 import { TokenAuthenticator } from '../domain/tokens.ts';
 import { operatorApi } from './admin/index.ts';
 import { partnerAuth } from './auth.ts';
-import { MAX_HEADER_BYTES, edge, edgeOptions } from './edge.ts';
+import { edge, edgeOptions } from './edge.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
 import { openApi, openApiDocument } from './openapi.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { registerReadRoutes } from './read-routes.ts';
 import { registerWriteRoutes } from './write-routes.ts';
-
-/** Bodies above this are refused with 413 PAYLOAD_TOO_LARGE before they are parsed. */
-export const BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
 /**
  * Node checks the request and headers timeouts at this interval (its default, 30 s, would let
@@ -44,10 +42,9 @@ function serverOptions(settings: ServerSettings): FastifyHttpOptions<Server> {
       redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
       ...(settings.logStream ? { stream: settings.logStream } : {}),
     },
-    bodyLimit: BODY_LIMIT_BYTES,
+    bodyLimit: LIMITS.bodyBytes,
     http: {
-      // Room above the query-string cap (16 KiB), so that it is the service's 414 that answers.
-      maxHeaderSize: MAX_HEADER_BYTES,
+      maxHeaderSize: LIMITS.headerBytes,
       headersTimeout: settings.headersTimeoutMs,
       connectionsCheckingInterval: CONNECTION_CHECK_INTERVAL_MS,
       // A missing Host is answered by the service, with its error body.

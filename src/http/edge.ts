@@ -12,7 +12,6 @@ import fp from 'fastify-plugin';
 import { type ApiError, apiError } from '../errors.ts';
 
 /** The request line and headers together; over it, 431 HEADERS_TOO_LARGE. */
-export const MAX_HEADER_BYTES = 64 * 1024;
 
 /** An incoming X-Request-Id is kept only when it is a short token safe in headers and logs. */
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -30,7 +29,7 @@ function parserErrorToApiError(error: NodeJS.ErrnoException): ApiError {
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return apiError('REQUEST_TIMEOUT');
     case 'HPE_HEADER_OVERFLOW':
-      return apiError('HEADERS_TOO_LARGE', MAX_HEADER_BYTES);
+      return apiError('HEADERS_TOO_LARGE');
     case 'HPE_INVALID_METHOD':
       return apiError('BAD_REQUEST', 'method');
     default:

@@ -10,7 +10,8 @@ import { apiError } from '../errors.ts';
 import { executeRead } from '../query/execute.ts';
 import { planRead } from '../query/plan.ts';
 import { parseReadRequest } from '../query/read-request.ts';
-import { type Resource, resources, writableResources } from '../resources/registry.ts';
+import { type Resource, resources } from '../resources/registry.ts';
+import { WRITE_SHAPES } from '../resources/write-shapes.ts';
 import { errorResponse, rowSchema } from './openapi.ts';
 import type { RateLimitHooks } from './rate-limits.ts';
 import { readResponseHead } from './read-response.ts';
@@ -90,7 +91,7 @@ function readHandler(db: Database, resource: Resource, plannedCounts: boolean) {
 
 /** The methods a resource serves; any other method on it is 405 with this Allow. */
 function allowedMethods(resource: Resource): string {
-  return writableResources.has(resource.name) ? WRITE_METHODS : READ_METHODS;
+  return Object.hasOwn(WRITE_SHAPES, resource.name) ? WRITE_METHODS : READ_METHODS;
 }
 
 export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks; plannedCounts: boolean }): void {

@@ -3,7 +3,7 @@
  * truth for their columns and types. The read planner, the OpenAPI description and the routes all read this registry; no
  * other module names a column of a resource.
  */
-import { INTAKE_TERMS, STUDY_MODES, WRITABLE_RESOURCES } from './write-shapes.ts';
+import { INTAKE_TERMS, STUDY_MODES } from './write-shapes.ts';
 
 export type ColumnType =
   | 'uuid' | 'text' | 'integer' | 'numeric' | 'boolean' | 'date' | 'timestamptz' | 'jsonb' | 'text[]' | 'uuid[]';
@@ -109,6 +109,3 @@ export const resources: readonly Resource[] = [
 ];
 
 export const resourcesByName: ReadonlyMap<string, Resource> = new Map(resources.map((r) => [r.name, r]));
-
-/** Resources that accept batch writes (those with a write shape); every other path answers 405. */
-export const writableResources: ReadonlySet<string> = new Set(WRITABLE_RESOURCES);
