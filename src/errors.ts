@@ -53,6 +53,13 @@ export const ERRORS = {
     status: 416, when: 'The requested range (offset, limit, Range header) cannot be satisfied.',
     text: (details: string) => ({ message: 'Requested range not satisfiable', details }),
   }),
+  PGRST107: define({
+    status: 406, when: 'The Accept header names no media type a read can answer with (JSON, the single object, or CSV).',
+    text: (accept: string) => ({
+      message: `None of these media types are available: ${accept}`,
+      hint: 'Accept application/json, application/vnd.pgrst.object+json or text/csv.',
+    }),
+  }),
   PGRST108: define({
     status: 400, when: 'A parameter addresses an embedded resource; this interface has no embedding.',
     text: (name: string, parameter: string) => ({
