@@ -1,6 +1,7 @@
 /**
  * App assembly: each concern is its own plugin. The partner API under /v1 (bearer tokens, rate
- * limits, reads, writes), the operator API under /admin/v1, health, and the OpenAPI description.
+ * limits, reads, writes), the operator API under /admin/v1, health, the OpenAPI description and
+ * the reference page that renders it.
  */
 import { METHODS, type Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify';
@@ -15,6 +16,7 @@ import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
 import { openApi, openApiDocument } from './openapi.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
+import { referencePage } from './reference-page.ts';
 import { registerReadRoutes } from './read-routes.ts';
 import { registerWriteRoutes } from './write-routes.ts';
 
@@ -75,6 +77,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   await app.register(edge);
   await app.register(openApi);
   await app.register(health, { db, readyTimeoutMs: settings.readyTimeoutMs });
+  await app.register(referencePage, { descriptionUrl: '/v1/openapi.json' });
   const { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl } = settings;
   await app.register(rateLimits, { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl });
 
