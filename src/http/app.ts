@@ -78,7 +78,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   const { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl } = settings;
   await app.register(rateLimits, { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl });
 
-  const tokens = new TokenAuthenticator(db);
+  const tokens = new TokenAuthenticator(db, { log: app.log });
   const limits = app.rateLimits;
   await app.register(async (v1) => {
     await v1.register(openApiDocument);
