@@ -98,6 +98,7 @@ for (const backend of backends()) {
         check('graduation date', await h.admin('POST', `/students/${student.id}/graduation-date`, { graduation_date: '2001-06-30' }), [200]);
         check('alumni history', await h.admin('GET', `/students/${student.id}/alumni-history`), [200]);
         check('demo', await h.admin('POST', '/demo', { students: 5, seed: 4000 + serial }), [201]);
+        check('me', await h.get('/v1/me', north.read_token), [200]);
 
         const paths = new Set(checked.map((c) => c.path.replace(/\[\d+\]/g, '[]').replace(/^\$/, '')));
         for (const field of ['.created_at', '.expires_at', '.items[].created_at', '.items[].revoked_at', '.verified_at', '.history[].created_at']) {

@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Database, Scope } from '../db/database.ts';
 import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
-import { type OperatorRecord, recordFields } from './operator-records.ts';
+import { OPERATOR_RECORDS, type OperatorRecord, recordFields } from './operator-records.ts';
 
 const TOKEN_PREFIX = 'pds_';
 
@@ -72,6 +72,31 @@ export async function rotateToken(tx: Queryable, id: string, options: { graceSec
   return issueToken(tx, {
     universityId: old.university_id, consortiumId: old.consortium_id, canWrite: old.can_write, label: old.label, expiresAt: options.expiresAt,
   });
+}
+
+/** What a partner learns of its own token (GET /v1/me): the scope with every university it covers. */
+export interface TokenDescription {
+  id: string;
+  label: string | null;
+  scope: { kind: 'university' | 'consortium'; id: string; name: string; universities: { id: string; name: string }[] };
+  can_write: boolean;
+  created_at: string;
+  expires_at: string | null;
+}
+
+/** The token with that id, which exists: tokens are revoked, never deleted. */
+export async function describeToken(tx: Queryable, id: string): Promise<TokenDescription> {
+  const fields = OPERATOR_RECORDS.tokens.fields;
+  const [row] = await tx.query<TokenDescription>(
+    `select ${fields.id} as id, ${fields.label} as label, ${fields.can_write} as can_write,
+            ${fields.created_at} as created_at, ${fields.expires_at} as expires_at,
+            ${fields.scope}::jsonb || jsonb_build_object('universities', (
+              select coalesce(jsonb_agg(jsonb_build_object('id', u.id, 'name', u.name) order by u.name, u.id), '[]')
+              from universities u where u.id = r.university_id or u.consortium_id = r.consortium_id)) as scope
+     from tokens r where r.id = $1`,
+    [id],
+  );
+  return row;
 }
 
 interface CachedPrincipal {
