@@ -14,6 +14,7 @@ import { partnerAuth } from './auth.ts';
 import { edge, edgeOptions } from './edge.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
+import { meRoute } from './me.ts';
 import { openApi, openApiDocument } from './openapi.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { referencePage } from './reference-page.ts';
@@ -81,23 +82,24 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   const { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl } = settings;
   await app.register(rateLimits, { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl });
 
-  const tokens = new TokenAuthenticator(db);
+  const tokens = new TokenAuthenticator(db, { log: app.log });
   const limits = app.rateLimits;
   await app.register(async (v1) => {
     await v1.register(openApiDocument);
-    await v1.register(partnerApi, { db, tokens, limits, plannedCounts: settings.plannedCounts });
+    await v1.register(partnerApi, { db, tokens, limits, plannedCounts: settings.plannedCounts, readLimitPerMin, writeLimitPerMin });
   }, { prefix: '/v1' });
   await app.register(operatorApi, { prefix: '/admin/v1', db, tokens, authFailures: limits.authFailures, adminKey: settings.adminKey });
   return app;
 }
 
-/** Reads and writes, behind bearer tokens; the OpenAPI document beside them needs none. */
+/** Reads, writes and the token's own description, behind bearer tokens; the OpenAPI document beside them needs none. */
 async function partnerApi(
   app: FastifyInstance,
-  options: { db: Database; tokens: TokenAuthenticator; limits: RateLimitHooks; plannedCounts: boolean },
+  options: { db: Database; tokens: TokenAuthenticator; limits: RateLimitHooks; plannedCounts: boolean } & Pick<Config, 'readLimitPerMin' | 'writeLimitPerMin'>,
 ): Promise<void> {
   const { db, tokens, limits, plannedCounts } = options;
   await app.register(partnerAuth, { tokens, authFailures: limits.authFailures });
+  await app.register(meRoute, { db, limits, readLimitPerMin: options.readLimitPerMin, writeLimitPerMin: options.writeLimitPerMin });
   await app.register(registerReadRoutes, { db, limits, plannedCounts });
   await app.register(registerWriteRoutes, { db, limits });
 }
