@@ -13,6 +13,7 @@ import { partnerAuth } from './auth.ts';
 import { edge, edgeOptions } from './edge.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
+import { metrics, metricsEndpoint } from './metrics.ts';
 import { openApi, openApiDocument } from './openapi.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { registerReadRoutes } from './read-routes.ts';
@@ -27,7 +28,7 @@ const CONNECTION_CHECK_INTERVAL_MS = 1_000;
 type EdgeSettings = Pick<Config, 'authFailureLimitPerMin' | 'requestTimeoutMs' | 'headersTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'>;
 
 export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMin' | 'writeLimitPerMin' | 'logLevel'>
-  & Partial<EdgeSettings & Pick<Config, 'readyTimeoutMs' | 'plannedCounts'>> & {
+  & Partial<EdgeSettings & Pick<Config, 'readyTimeoutMs' | 'plannedCounts' | 'metricsKey'>> & {
   /** Where JSON log lines go; standard output when absent. */
   logStream?: { write(line: string): void };
 };
@@ -71,12 +72,15 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   const app = Fastify(serverOptions(settings));
   app.server.maxConnections = settings.maxConnections;
   routeEveryMethod(app);
+  // First, so that their hooks reach every route and the 404 handler.
+  await app.register(metrics, { store: db.store });
   await app.register(errorHandling);
   await app.register(edge);
   await app.register(openApi);
   await app.register(health, { db, readyTimeoutMs: settings.readyTimeoutMs });
   const { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl } = settings;
   await app.register(rateLimits, { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl });
+  await app.register(metricsEndpoint, { metricsKey: settings.metricsKey, authFailures: app.rateLimits.authFailures });
 
   const tokens = new TokenAuthenticator(db);
   const limits = app.rateLimits;
