@@ -80,7 +80,7 @@ test('logs are JSON lines with a request id and never carry a token or the admin
     assert.ok(lines.length > 0);
     for (const secret of [token, 'pds_forged-token-value', ADMIN_KEY]) assert.ok(!log.includes(secret), 'a secret reached the log');
     const entries = lines.map((l) => JSON.parse(l));
-    assert.ok(entries.filter((e) => e.req).every((e) => typeof e.reqId === 'string'));
+    assert.equal(entries.filter((e) => e.msg === 'request completed' && typeof e.reqId === 'string').length, 4);
   } finally {
     await h.close();
   }
@@ -158,8 +158,9 @@ describe('npm start on the embedded store', () => {
     });
     children.push(child);
     let output = '';
-    child.stdout!.on('data', (chunk) => { output += chunk; });
-    child.stderr!.resume();
+    // The banner is on standard error.
+    child.stderr!.on('data', (chunk) => { output += chunk; });
+    child.stdout!.resume();
     for (let i = 0; i < 600 && !output.includes('curl'); i++) await new Promise((r) => setTimeout(r, 100));
     return { child, output: () => output };
   }

@@ -3,7 +3,7 @@
  * limits, reads, writes), the operator API under /admin/v1, health, and the OpenAPI description.
  */
 import { METHODS, type Server } from 'node:http';
-import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyHttpOptions, type FastifyInstance, LogController } from 'fastify';
 import { CONFIG_DEFAULTS, type Config } from '../config.ts';
 import { LIMITS } from '../limits.ts';
 import type { Database } from '../db/database.ts';
@@ -11,6 +11,7 @@ import { TokenAuthenticator } from '../domain/tokens.ts';
 import { operatorApi } from './admin/index.ts';
 import { partnerAuth } from './auth.ts';
 import { edge, edgeOptions } from './edge.ts';
+import { accessLog } from './access-log.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
 import { metrics, metricsEndpoint } from './metrics.ts';
@@ -55,6 +56,8 @@ function serverOptions(settings: ServerSettings): FastifyHttpOptions<Server> {
     connectionTimeout: settings.idleTimeoutMs,
     keepAliveTimeout: settings.keepAliveTimeoutMs,
     requestIdHeader: false,
+    // src/http/access-log.ts writes one line per request instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
     ...edgeOptions,
     return503OnClosing: false,
   };
@@ -74,6 +77,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   routeEveryMethod(app);
   // First, so that their hooks reach every route and the 404 handler.
   await app.register(metrics, { store: db.store });
+  await app.register(accessLog);
   await app.register(errorHandling);
   await app.register(edge);
   await app.register(openApi);
