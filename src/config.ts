@@ -56,6 +56,7 @@ export const SETTINGS = {
   adminKey: optional('PDS_ADMIN_KEY', 'enables the operator API `/admin/v1` with this bearer key'),
   metricsKey: optional('PDS_METRICS_KEY', 'when set, `GET /metrics` needs `Authorization: Bearer` this key; unset, it is open'),
   redisUrl: optional('REDIS_URL', 'share rate-limit counts between instances through Redis'),
+  trustProxy: optional('PDS_TRUST_PROXY', 'the load balancers\' addresses or CIDR ranges, comma-separated: their `X-Forwarded-For` names the source IP the limits count; unset, the TCP peer is the source'),
   readLimitPerMin: integer('PDS_READ_LIMIT_PER_MIN', 600, 'list requests per minute per source IP'),
   writeLimitPerMin: integer('PDS_WRITE_LIMIT_PER_MIN', 60, 'write requests per minute per token'),
   authFailureLimitPerMin: integer('PDS_AUTH_FAILURE_LIMIT_PER_MIN', 30, 'failed authentications (token or operator key) per minute per source IP; then 429 before any lookup'),

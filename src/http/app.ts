@@ -29,12 +29,12 @@ const CONNECTION_CHECK_INTERVAL_MS = 1_000;
 type EdgeSettings = Pick<Config, 'authFailureLimitPerMin' | 'requestTimeoutMs' | 'headersTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'>;
 
 export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMin' | 'writeLimitPerMin' | 'logLevel'>
-  & Partial<EdgeSettings & Pick<Config, 'readyTimeoutMs' | 'plannedCounts' | 'metricsKey'>> & {
+  & Partial<EdgeSettings & Pick<Config, 'readyTimeoutMs' | 'plannedCounts' | 'metricsKey' | 'trustProxy'>> & {
   /** Where JSON log lines go; standard output when absent. */
   logStream?: { write(line: string): void };
 };
 
-type ServerSettings = Pick<Config, 'logLevel' | 'requestTimeoutMs' | 'headersTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs'>
+type ServerSettings = Pick<Config, 'logLevel' | 'requestTimeoutMs' | 'headersTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs' | 'trustProxy'>
   & Pick<AppSettings, 'logStream'>;
 
 function serverOptions(settings: ServerSettings): FastifyHttpOptions<Server> {
@@ -56,6 +56,8 @@ function serverOptions(settings: ServerSettings): FastifyHttpOptions<Server> {
     connectionTimeout: settings.idleTimeoutMs,
     keepAliveTimeout: settings.keepAliveTimeoutMs,
     requestIdHeader: false,
+    // Only the named balancers' X-Forwarded-For is believed; a client cannot pick its own address.
+    ...(settings.trustProxy ? { trustProxy: settings.trustProxy } : {}),
     // src/http/access-log.ts writes one line per request instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     ...edgeOptions,
