@@ -68,10 +68,14 @@ export async function startService(databaseUrl: string, port: number): Promise<S
       // wait longer than the default 2 s for a connection, and the default answers those 503.
       PDS_DB_POOL_WAIT_MS: '30000',
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
+  // The banner comes on standard error, which is shown as before.
   let output = '';
-  child.stdout!.on('data', (chunk) => { output += chunk; });
+  child.stderr!.on('data', (chunk) => {
+    output += chunk;
+    process.stderr.write(chunk);
+  });
   const baseUrl = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 200 && !output.includes('Partner data service on'); i++) await new Promise((r) => setTimeout(r, 100));
   return {

@@ -40,6 +40,7 @@ const UNAUTHORIZED_MESSAGES = {
   malformed: 'The Authorization header is not of the form "Bearer <token>".',
   unknown: 'The bearer token is unknown, revoked or expired.',
   operator: 'The operator API needs Authorization: Bearer $PDS_ADMIN_KEY.',
+  metrics: 'GET /metrics needs Authorization: Bearer $PDS_METRICS_KEY.',
 } as const;
 
 export const ERRORS = {
@@ -131,9 +132,9 @@ export const ERRORS = {
 
   // Authentication and authorisation.
   UNAUTHORIZED: define({
-    status: 401, when: 'A missing, malformed, unknown, revoked or expired token (or operator key).',
+    status: 401, when: 'A missing, malformed, unknown, revoked or expired token (or operator or metrics key).',
     text: (reason: keyof typeof UNAUTHORIZED_MESSAGES) =>
-      ({ message: UNAUTHORIZED_MESSAGES[reason], hint: reason === 'operator' ? null : TOKEN_HINT }),
+      ({ message: UNAUTHORIZED_MESSAGES[reason], hint: reason === 'operator' || reason === 'metrics' ? null : TOKEN_HINT }),
     headers: { 'www-authenticate': 'Bearer' },
   }),
   WRITE_NOT_ENABLED: define({

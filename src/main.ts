@@ -1,8 +1,9 @@
 /**
  * `npm start`: locks the embedded data folder, opens the store (PGlite in PDS_DATA_DIR unless
  * DATABASE_URL is set), migrates it, binds the port, then fills a new embedded store with demo
- * data and prints how to call the service. A start that cannot have the folder or the port
- * says so in one line and exits 1 before any demo token is issued.
+ * data and prints how to call the service on standard error (standard output is JSON log lines
+ * only). A start that cannot have the folder or the port says so in one line and exits 1 before
+ * any demo token is issued.
  */
 import { readConfig } from './config.ts';
 import { DataDirInUseError, lockDataDir } from './db/data-dir-lock.ts';
@@ -80,7 +81,7 @@ if (demo) {
   );
 }
 if (!config.adminKey) banner.push('The operator API (/admin/v1) is off; set PDS_ADMIN_KEY to enable it.');
-process.stdout.write(`${banner.join('\n')}\n\n`);
+process.stderr.write(`${banner.join('\n')}\n\n`);
 
 let closing = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -48,6 +48,39 @@ describe('rate limits', () => {
   });
 });
 
+describe('behind a load balancer', () => {
+  const BALANCER = '10.0.0.1';
+  const read = (h: Harness, from: string, forwardedFor: string) => h.request({
+    method: 'GET', url: '/v1/campuses', remoteAddress: from,
+    headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}`, 'x-forwarded-for': forwardedFor },
+  });
+
+  test('with PDS_TRUST_PROXY naming the balancer, the read limit counts each client it forwards', async () => {
+    const h = await Harness.start('pglite', { demoStudents: 3, settings: { readLimitPerMin: 1, trustProxy: `${BALANCER},10.0.1.0/24` } });
+    try {
+      assert.equal((await read(h, BALANCER, '203.0.113.1')).status, 200);
+      assert.equal((await read(h, BALANCER, '203.0.113.2')).status, 200);
+      assert.equal((await read(h, '10.0.1.7', '203.0.113.3')).status, 200);
+      assert.equal((await read(h, BALANCER, '203.0.113.1')).status, 429);
+      // Anyone else's X-Forwarded-For is not believed: the peer is the source.
+      assert.equal((await read(h, '198.51.100.9', '203.0.113.4')).status, 200);
+      assert.equal((await read(h, '198.51.100.9', '203.0.113.5')).status, 429);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('without it, X-Forwarded-For is ignored and the balancer is the source', async () => {
+    const h = await Harness.start('pglite', { demoStudents: 3, settings: { readLimitPerMin: 1 } });
+    try {
+      assert.equal((await read(h, BALANCER, '203.0.113.1')).status, 200);
+      assert.equal((await read(h, BALANCER, '203.0.113.2')).status, 429);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 if (process.env.TEST_REDIS_URL) {
   test('with REDIS_URL, instances share their counts', async () => {
     const redis = new Redis(process.env.TEST_REDIS_URL!);
@@ -80,7 +113,7 @@ test('logs are JSON lines with a request id and never carry a token or the admin
     assert.ok(lines.length > 0);
     for (const secret of [token, 'pds_forged-token-value', ADMIN_KEY]) assert.ok(!log.includes(secret), 'a secret reached the log');
     const entries = lines.map((l) => JSON.parse(l));
-    assert.ok(entries.filter((e) => e.req).every((e) => typeof e.reqId === 'string'));
+    assert.equal(entries.filter((e) => e.msg === 'request completed' && typeof e.reqId === 'string').length, 4);
   } finally {
     await h.close();
   }
@@ -158,8 +191,9 @@ describe('npm start on the embedded store', () => {
     });
     children.push(child);
     let output = '';
-    child.stdout!.on('data', (chunk) => { output += chunk; });
-    child.stderr!.resume();
+    // The banner is on standard error.
+    child.stderr!.on('data', (chunk) => { output += chunk; });
+    child.stdout!.resume();
     for (let i = 0; i < 600 && !output.includes('curl'); i++) await new Promise((r) => setTimeout(r, 100));
     return { child, output: () => output };
   }

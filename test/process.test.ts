@@ -1,6 +1,7 @@
 /**
- * `npm start` as a process: one process per embedded data folder, and a start that cannot have
- * its folder or its port says so in one line, exits 1 and issues no demo token.
+ * `npm start` as a process: one process per embedded data folder, a start that cannot have its
+ * folder or its port says so in one line, exits 1 and issues no demo token, and standard output
+ * carries only JSON log lines (the banner is on standard error).
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -38,11 +39,11 @@ function start(dataDir: string, port: number, env: Record<string, string> = {}):
 }
 
 async function serving(started: Started, banner = 'curl'): Promise<string> {
-  for (let i = 0; i < 600 && !started.stdout().includes(banner); i++) {
+  for (let i = 0; i < 600 && !started.stderr().includes(banner); i++) {
     if (started.child.exitCode !== null) throw new Error(`exited: ${started.stderr()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  return /read token:\s+(\S+)/.exec(started.stdout())?.[1] ?? '';
+  return /read token:\s+(\S+)/.exec(started.stderr())?.[1] ?? '';
 }
 
 async function refused(started: Started): Promise<string> {
@@ -51,7 +52,7 @@ async function refused(started: Started): Promise<string> {
     new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the second start did not exit')), 30_000).unref()),
   ]);
   assert.equal(code, 1);
-  assert.ok(!started.stdout().includes('token'), 'a refused start printed tokens');
+  assert.ok(!`${started.stdout()}${started.stderr()}`.includes('token'), 'a refused start printed tokens');
   const lines = started.stderr().trim().split('\n');
   assert.equal(lines.length, 1, `one line, got: ${started.stderr()}`);
   return lines[0];
@@ -112,6 +113,22 @@ describe('npm start and its data folder and port', () => {
     } finally {
       await store.close();
     }
+  });
+
+  test('standard output is JSON lines only: the banner is on standard error', async () => {
+    const otherPort = await freePort();
+    const started = start(await folder(), otherPort, { LOG_LEVEL: 'info' });
+    const token = await serving(started);
+    assert.match(started.stderr(), new RegExp(`Partner data service on http://127\\.0\\.0\\.1:${otherPort}`));
+    assert.equal(await status(otherPort, token), 200);
+    const email = 'stdout.private@example.edu';
+    assert.equal((await fetch(`http://127.0.0.1:${otherPort}/v1/students?email=eq.${email}`, { headers: { authorization: `Bearer ${token}` } })).status, 200);
+    started.child.kill('SIGTERM');
+    assert.deepEqual(await once(started.child, 'exit'), [0, null]);
+    const entries = started.stdout().trimEnd().split('\n').map((line) => JSON.parse(line));
+    assert.deepEqual(entries.filter((e) => e.msg === 'request completed').map((e) => [e.route, e.status]), [['/v1/campuses', 200], ['/v1/students', 200]]);
+    assert.ok(entries.some((e) => e.msg === 'shutting down'));
+    assert.ok(!started.stdout().includes(email) && !started.stdout().includes(token), 'the log carries a query value or a token');
   });
 
   test('a lock left by a process that is gone is taken over', async () => {

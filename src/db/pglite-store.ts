@@ -1,5 +1,5 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { type Queryable, type Store, StoreBusyError, transactionPreamble } from './store.ts';
+import { type PoolStats, type Queryable, type Store, StoreBusyError, transactionPreamble } from './store.ts';
 
 /**
  * PGlite is one session: its `transaction` holds that session exclusively, and statements
@@ -46,6 +46,10 @@ class SessionGate {
     } finally {
       this.release();
     }
+  }
+
+  stats(): PoolStats {
+    return { inUse: this.held ? 1 : 0, waiting: this.waiting.length };
   }
 
   private acquire(): Promise<void> {
@@ -98,6 +102,7 @@ export async function openPgliteStore(options: PgliteOptions): Promise<Store & {
         return fn(queryableOf(tx));
       }));
     },
+    poolStats: () => gate.stats(),
     async close() {
       if (!db.closed) await db.close();
     },

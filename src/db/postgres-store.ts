@@ -3,7 +3,7 @@ import postgres from 'postgres';
 import { parseArrayLiteral } from './array-literal.ts';
 import { Pool, TimeoutError } from 'tarn';
 import {
-  type Queryable, type Store, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, pipelined, transactionPreamble,
+  type PoolStats, type Queryable, type Store, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, pipelined, transactionPreamble,
 } from './store.ts';
 
 const arrayOf = (parse: (element: string) => unknown) => (literal: string) =>
@@ -248,6 +248,10 @@ class SessionPool {
     }
   }
 
+  stats(): PoolStats {
+    return { inUse: this.pool.numUsed(), waiting: this.pool.numPendingAcquires() };
+  }
+
   release(lease: Lease): void {
     lease.end();
     this.pool.release(lease.session);
@@ -297,6 +301,7 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
         pool.release(lease);
       }
     },
+    poolStats: () => pool.stats(),
     close: () => pool.close(),
   };
 }

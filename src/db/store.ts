@@ -24,8 +24,17 @@ export interface TransactionOptions {
   storeWaitMs?: number;
 }
 
+/** How busy the store's connections are right now (the metrics read it at each scrape). */
+export interface PoolStats {
+  /** Connections (PGlite: its one session) held by a request. */
+  readonly inUse: number;
+  /** Requests waiting for one to come free. */
+  readonly waiting: number;
+}
+
 export interface Store extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  poolStats(): PoolStats;
   close(): Promise<void>;
 }
 

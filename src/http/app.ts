@@ -4,7 +4,7 @@
  * the reference page that renders it.
  */
 import { METHODS, type Server } from 'node:http';
-import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyHttpOptions, type FastifyInstance, LogController } from 'fastify';
 import { CONFIG_DEFAULTS, type Config } from '../config.ts';
 import { LIMITS } from '../limits.ts';
 import type { Database } from '../db/database.ts';
@@ -12,9 +12,11 @@ import { TokenAuthenticator } from '../domain/tokens.ts';
 import { operatorApi } from './admin/index.ts';
 import { partnerAuth } from './auth.ts';
 import { edge, edgeOptions } from './edge.ts';
+import { accessLog } from './access-log.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
 import { meRoute } from './me.ts';
+import { metrics, metricsEndpoint } from './metrics.ts';
 import { openApi, openApiDocument } from './openapi.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { referencePage } from './reference-page.ts';
@@ -30,12 +32,12 @@ const CONNECTION_CHECK_INTERVAL_MS = 1_000;
 type EdgeSettings = Pick<Config, 'authFailureLimitPerMin' | 'requestTimeoutMs' | 'headersTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'>;
 
 export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMin' | 'writeLimitPerMin' | 'logLevel'>
-  & Partial<EdgeSettings & Pick<Config, 'readyTimeoutMs' | 'plannedCounts'>> & {
+  & Partial<EdgeSettings & Pick<Config, 'readyTimeoutMs' | 'plannedCounts' | 'metricsKey' | 'trustProxy'>> & {
   /** Where JSON log lines go; standard output when absent. */
   logStream?: { write(line: string): void };
 };
 
-type ServerSettings = Pick<Config, 'logLevel' | 'requestTimeoutMs' | 'headersTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs'>
+type ServerSettings = Pick<Config, 'logLevel' | 'requestTimeoutMs' | 'headersTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs' | 'trustProxy'>
   & Pick<AppSettings, 'logStream'>;
 
 function serverOptions(settings: ServerSettings): FastifyHttpOptions<Server> {
@@ -57,6 +59,10 @@ function serverOptions(settings: ServerSettings): FastifyHttpOptions<Server> {
     connectionTimeout: settings.idleTimeoutMs,
     keepAliveTimeout: settings.keepAliveTimeoutMs,
     requestIdHeader: false,
+    // Only the named balancers' X-Forwarded-For is believed; a client cannot pick its own address.
+    ...(settings.trustProxy ? { trustProxy: settings.trustProxy } : {}),
+    // src/http/access-log.ts writes one line per request instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
     ...edgeOptions,
     return503OnClosing: false,
   };
@@ -74,6 +80,9 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   const app = Fastify(serverOptions(settings));
   app.server.maxConnections = settings.maxConnections;
   routeEveryMethod(app);
+  // First, so that their hooks reach every route and the 404 handler.
+  await app.register(metrics, { store: db.store });
+  await app.register(accessLog);
   await app.register(errorHandling);
   await app.register(edge);
   await app.register(openApi);
@@ -81,6 +90,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   await app.register(referencePage, { descriptionUrl: '/v1/openapi.json' });
   const { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl } = settings;
   await app.register(rateLimits, { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl });
+  await app.register(metricsEndpoint, { metricsKey: settings.metricsKey, authFailures: app.rateLimits.authFailures });
 
   const tokens = new TokenAuthenticator(db, { log: app.log });
   const limits = app.rateLimits;

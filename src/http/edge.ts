@@ -10,6 +10,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { type ApiError, apiError } from '../errors.ts';
+import { notesOf } from './request-notes.ts';
 
 /** The request line and headers together; over it, 431 HEADERS_TOO_LARGE. */
 
@@ -59,12 +60,13 @@ function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, 
 }
 
 /** Errors Fastify raises before routing, e.g. a path whose percent-encoding is not UTF-8. */
-function answerFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const answer = error.code === 'FST_ERR_BAD_URL'
     ? apiError('BAD_REQUEST', 'encoding')
     : error.code === 'FST_ERR_MAX_PARAM_LENGTH'
       ? apiError('URI_TOO_LONG', 'segment')
       : apiError('BAD_REQUEST', 'route');
+  notesOf(request).errorCode = answer.code;
   reply.code(answer.status).header('connection', 'close').type('application/json; charset=utf-8').send(answer.toBody());
 }
 

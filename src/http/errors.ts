@@ -6,7 +6,8 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError, apiError } from '../errors.ts';
-import { databaseErrorToApiError } from './sqlstates.ts';
+import { notesOf } from './request-notes.ts';
+import { databaseErrorToApiError, storeErrorClass } from './sqlstates.ts';
 
 function fastifyErrorToApiError(error: FastifyError): ApiError | null {
   if (error.validation) {
@@ -46,6 +47,9 @@ export const errorHandling = fp(async (app: FastifyInstance) => {
     const answer = error instanceof ApiError
       ? error
       : fastifyErrorToApiError(error) ?? databaseErrorToApiError(error, request.body) ?? clientErrorToApiError(error);
+    const notes = notesOf(request);
+    notes.errorCode = answer?.code ?? 'INTERNAL';
+    notes.storeErrorClass = storeErrorClass(error) ?? undefined;
     if (!answer) {
       request.log.error({ err: error }, 'unexpected error');
       return reply.code(500).type('application/json; charset=utf-8').send(apiError('INTERNAL', request.id).toBody());
@@ -54,6 +58,7 @@ export const errorHandling = fp(async (app: FastifyInstance) => {
     return reply.code(answer.status).headers(answer.headers).type('application/json; charset=utf-8').send(answer.toBody());
   });
   app.setNotFoundHandler((request, reply) => {
+    notesOf(request).errorCode = 'NOT_FOUND';
     reply.code(404).type('application/json; charset=utf-8').send(
       apiError('NOT_FOUND', `No endpoint at ${request.method} ${request.url.split('?')[0]}.`).toBody());
   });

@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import { apiError } from '../errors.ts';
+import { type RateLimitKind, notesOf } from './request-notes.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -46,8 +47,11 @@ const REDIS_COMMAND_TIMEOUT_MS = 250;
 const REDIS_MAX_RECONNECT_DELAY_MS = 1_000;
 const REDIS_CONNECT_TIMEOUT_MS = 1_000;
 
-const rateLimited = (max: number, reset: string, what: 'requests' | 'failed authentications') =>
-  apiError('RATE_LIMITED', max, reset, what).withHeaders({ 'retry-after': reset });
+function rateLimited(request: FastifyRequest, kind: RateLimitKind, max: number, reset: string) {
+  notesOf(request).rateLimited = kind;
+  const what = kind === 'auth_failure' ? 'failed authentications' : 'requests';
+  return apiError('RATE_LIMITED', max, reset, what).withHeaders({ 'retry-after': reset });
+}
 
 function connectRedis(app: FastifyInstance, url: string): Redis {
   const redis = new Redis(url, {
@@ -102,14 +106,14 @@ export const rateLimits = fp(async (app: FastifyInstance, settings: RateLimitSet
   const redis = await countingStore(app, settings.redisUrl);
   await app.register(rateLimit, { global: false, redis, nameSpace: 'pds-rate-limit:', skipOnError: true });
 
-  const hook = (max: number, keyOf: (request: FastifyRequest) => string): RateLimitHook => {
+  const hook = (kind: RateLimitKind, max: number, keyOf: (request: FastifyRequest) => string): RateLimitHook => {
     const limiter = app.createRateLimit({ max, timeWindow: WINDOW_MS, keyGenerator: keyOf });
     return async (request, reply) => {
       const state = await limiter(request);
       if (state.isAllowed) return;
       const reset = String(Math.max(0, state.ttlInSeconds));
       reply.headers({ 'ratelimit-limit': String(state.max), 'ratelimit-remaining': String(state.remaining), 'ratelimit-reset': reset });
-      if (state.isExceeded) throw rateLimited(state.max, reset, 'requests');
+      if (state.isExceeded) throw rateLimited(request, kind, state.max, reset);
     };
   };
 
@@ -120,7 +124,7 @@ export const rateLimits = fp(async (app: FastifyInstance, settings: RateLimitSet
     async check(request) {
       const state = await failures(request, { increment: false });
       if (!state.isAllowed && state.remaining === 0) {
-        throw rateLimited(state.max, String(Math.max(1, state.ttlInSeconds)), 'failed authentications');
+        throw rateLimited(request, 'auth_failure', state.max, String(Math.max(1, state.ttlInSeconds)));
       }
     },
     async record(request) {
@@ -129,8 +133,8 @@ export const rateLimits = fp(async (app: FastifyInstance, settings: RateLimitSet
   };
 
   app.decorate('rateLimits', {
-    read: hook(settings.readLimitPerMin, (request) => `read:${request.ip}`),
-    write: hook(settings.writeLimitPerMin, (request) => `write:${request.principal.tokenId}`),
+    read: hook('read', settings.readLimitPerMin, (request) => `read:${request.ip}`),
+    write: hook('write', settings.writeLimitPerMin, (request) => `write:${request.principal.tokenId}`),
     authFailures,
   });
 }, { name: 'rate-limits' });

@@ -64,6 +64,17 @@ const SQLSTATE_ANSWERS: Readonly<Record<string, Answer>> = {
   '42': passThrough(400),
 };
 
+/**
+ * The class a store failure is counted under in the metrics: the SQLSTATE class (its first two
+ * characters) for an error PostgreSQL raised, `unavailable` or `busy` for the store's own; null
+ * for an error that is not the store's.
+ */
+export function storeErrorClass(error: unknown): string | null {
+  if (error instanceof StoreBusyError) return 'busy';
+  if (error instanceof StoreUnavailableError) return 'unavailable';
+  return isDatabaseError(error) ? error.code.slice(0, 2) : null;
+}
+
 /** The answer to a failure of the store, or null when it is the service's own fault (a 500). */
 export function databaseErrorToApiError(error: unknown, body: unknown = null): ApiError | null {
   if (error instanceof StoreBusyError) return apiError('DATABASE_BUSY', error.waitedMs);

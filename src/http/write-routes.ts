@@ -10,10 +10,11 @@ import { LIMITS } from '../limits.ts';
 import { WRITABLE_RESOURCES, type WritableResource } from '../resources/write-shapes.ts';
 import type { WriteMode } from '../writes/batch.ts';
 import { writeCohorts, writeStudents } from '../writes/batches.ts';
-import { COHORT_ROW_CODES, STUDENT_ROW_CODES } from '../writes/row-codes.ts';
+import { ROW_CODES } from '../writes/row-codes.ts';
 import { requireWriteToken } from './auth.ts';
 import { errorResponse } from './openapi.ts';
 import type { RateLimitHooks } from './rate-limits.ts';
+import { noteBatch } from './request-notes.ts';
 import { batchBody } from './write-schemas.ts';
 
 const MODES: Record<'PUT' | 'POST' | 'PATCH', WriteMode> = { PUT: 'put', POST: 'post', PATCH: 'patch' };
@@ -28,13 +29,8 @@ const counts = {
   properties: Object.fromEntries(['created', 'updated', 'unchanged', 'rejected'].map((k) => [k, { type: 'integer' }])),
 };
 
-const ROW_CODES: Record<WritableResource, readonly string[]> = {
-  students: Object.keys(STUDENT_ROW_CODES),
-  cohorts: Object.keys(COHORT_ROW_CODES),
-};
-
 function writeSchema(resource: WritableResource, mode: WriteMode) {
-  const rejectionFields = { code: { type: 'string', enum: ROW_CODES[resource] }, message: { type: 'string' } };
+  const rejectionFields = { code: { type: 'string', enum: Object.keys(ROW_CODES[resource]) }, message: { type: 'string' } };
   const result = resource === 'students'
     ? { email: { type: 'string' }, status: { type: 'string', enum: ['created', 'updated', 'unchanged', 'rejected'] }, id: { type: 'string', format: 'uuid' }, cohort_id: { type: 'string', format: 'uuid', nullable: true }, ...rejectionFields, notes: { type: 'array', items: { type: 'string' } } }
     : { name: { type: 'string' }, status: { type: 'string', enum: ['created', 'updated', 'unchanged', 'rejected'] }, id: { type: 'string', format: 'uuid' }, ...rejectionFields };
@@ -89,6 +85,7 @@ export function registerWriteRoutes(app: FastifyInstance, deps: { db: Database; 
           requireJson(request);
           const principal = request.principal;
           const result = await WRITERS[resource](deps.db, principal.universityId!, mode, request.body);
+          noteBatch(request, resource, result);
           return reply.code(200).type('application/json; charset=utf-8').send(JSON.stringify(result));
         },
       });

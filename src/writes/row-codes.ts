@@ -2,6 +2,8 @@
  * The codes a rejected batch row carries, per resource, each with when it arises (the docs'
  * tables are generated from these). A row code is not an HTTP error: the batch still answers 200.
  */
+import type { WritableResource } from '../resources/write-shapes.ts';
+
 export const STUDENT_ROW_CODES = {
   INVALID_EMAIL: 'email is absent, not an address, over 254 characters or with control characters.',
   INVALID_FIELD: 'A field has the wrong type, a bad date, a blank external_id, or a string too long or with control characters; the message names the field.',
@@ -33,6 +35,12 @@ export const COHORT_ROW_CODES = {
   CAMPUS_NOT_FOUND: 'No campus of the university has that campus_name.',
   UNKNOWN_TEMPLATE: 'A resume_template_names entry is not a template of the university (checked on create).',
 } as const;
+
+/** Each writable resource's row codes. */
+export const ROW_CODES: Record<WritableResource, Readonly<Record<string, string>>> = {
+  students: STUDENT_ROW_CODES,
+  cohorts: COHORT_ROW_CODES,
+};
 
 export type StudentRowCode = keyof typeof STUDENT_ROW_CODES;
 export type CohortRowCode = keyof typeof COHORT_ROW_CODES;

@@ -1,0 +1,60 @@
+/**
+ * One access-log line per request, written when it is answered (Fastify's own two lines are
+ * off): request id, method, route template, status, duration, body bytes, who asked (token id and
+ * its university or consortium), the error code of an error answer and a write batch's counts.
+ * Never the URL, a query value, a body value, a token or a key: nothing personal reaches the log.
+ */
+import { Readable, Transform, pipeline } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { notesOf, routeTemplate } from './request-notes.ts';
+
+/** Body bytes sent so far, by request: counted as a streamed page passes. */
+const bodyBytes = new WeakMap<FastifyRequest, { sent: number }>();
+
+/** The payload as sent, with its bytes counted into `counter`. */
+function counted(payload: unknown, counter: { sent: number }): unknown {
+  if (payload instanceof Readable) {
+    const through = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        counter.sent += chunk.length;
+        done(null, chunk);
+      },
+    });
+    // Destroying either end (the client went away, the page failed) destroys the other.
+    pipeline(payload, through, () => {});
+    return through;
+  }
+  if (typeof payload === 'string' || Buffer.isBuffer(payload)) counter.sent = Buffer.byteLength(payload);
+  return payload;
+}
+
+function accessLine(request: FastifyRequest, reply: FastifyReply) {
+  const { errorCode, batch } = notesOf(request);
+  // Set only on the partner API, once its token was accepted.
+  const principal = request.principal ?? null;
+  return {
+    method: request.method,
+    route: routeTemplate(request),
+    status: reply.statusCode,
+    duration_ms: Math.round(reply.elapsedTime * 10) / 10,
+    bytes: request.method === 'HEAD' ? 0 : bodyBytes.get(request)?.sent ?? 0,
+    token_id: principal?.tokenId ?? null,
+    university_id: principal?.universityId ?? null,
+    consortium_id: principal?.consortiumId ?? null,
+    error_code: errorCode ?? null,
+    ...(batch ? { batch: { resource: batch.resource, ...batch.counts } } : {}),
+  };
+}
+
+/** Registered before any route (fastify-plugin, so its hooks are the root's and reach every route and the 404 handler). */
+export const accessLog = fp(async (app: FastifyInstance) => {
+  app.addHook('onSend', async (request, _reply, payload) => {
+    const counter = { sent: 0 };
+    bodyBytes.set(request, counter);
+    return counted(payload, counter);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(accessLine(request, reply), 'request completed');
+  });
+}, { name: 'access-log' });
