@@ -13,7 +13,8 @@ import { partnerAuth } from './auth.ts';
 import { edge, edgeOptions } from './edge.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
-import { openApi, openApiDocument } from './openapi.ts';
+import { openApi, openApiDocument } from './openapi/document.ts';
+import { PARTNER_PREFIX } from './openapi/operations.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { registerReadRoutes } from './read-routes.ts';
 import { registerWriteRoutes } from './write-routes.ts';
@@ -83,7 +84,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   await app.register(async (v1) => {
     await v1.register(openApiDocument);
     await v1.register(partnerApi, { db, tokens, limits, plannedCounts: settings.plannedCounts });
-  }, { prefix: '/v1' });
+  }, { prefix: PARTNER_PREFIX });
   await app.register(operatorApi, { prefix: '/admin/v1', db, tokens, authFailures: limits.authFailures, adminKey: settings.adminKey });
   return app;
 }
