@@ -10,7 +10,7 @@ import {
   createAccount, createCampus, createCohortInApp, createConsortium, createResumeTemplate, createUniversity,
 } from '../../domain/onboarding.ts';
 import { cohortCreateBody } from '../write-schemas.ts';
-import { closedBody, email, hidden, name, nullable, optionalText, uuid } from './schemas.ts';
+import { closedBody, email, name, nullable, optionalText, uuid } from './schemas.ts';
 
 const consortiumBody = closedBody({ name });
 const universityBody = closedBody({
@@ -30,10 +30,10 @@ export const onboardingRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = asy
       return db.asOperator((tx) => create(tx, request.body));
     };
 
-  app.post('/consortia', { schema: { ...hidden, body: consortiumBody } }, creates(createConsortium));
-  app.post('/universities', { schema: { ...hidden, body: universityBody } }, creates(createUniversity));
-  app.post('/campuses', { schema: { ...hidden, body: campusBody } }, creates(createCampus));
-  app.post('/resume-templates', { schema: { ...hidden, body: resumeTemplateBody } }, creates(createResumeTemplate));
-  app.post('/accounts', { schema: { ...hidden, body: accountBody } }, creates(createAccount));
-  app.post('/cohorts', { schema: { ...hidden, body: cohortCreateBody() } }, creates(createCohortInApp));
+  app.post('/consortia', { schema: { body: consortiumBody } }, creates(createConsortium));
+  app.post('/universities', { schema: { body: universityBody } }, creates(createUniversity));
+  app.post('/campuses', { schema: { body: campusBody } }, creates(createCampus));
+  app.post('/resume-templates', { schema: { body: resumeTemplateBody } }, creates(createResumeTemplate));
+  app.post('/accounts', { schema: { body: accountBody } }, creates(createAccount));
+  app.post('/cohorts', { schema: { body: cohortCreateBody() } }, creates(createCohortInApp));
 };

@@ -5,7 +5,7 @@ import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typ
 import type { Database } from '../../db/database.ts';
 import { type TokenAuthenticator, issueToken, revokeToken } from '../../domain/tokens.ts';
 import { apiError } from '../../errors.ts';
-import { hidden, idParams, optionalText, uuid } from './schemas.ts';
+import { idParams, optionalText, uuid } from './schemas.ts';
 
 /** A token is scoped to exactly one university or one consortium. */
 const tokenBody = Type.Object({
@@ -17,7 +17,7 @@ const tokenBody = Type.Object({
 }, { additionalProperties: false, oneOf: [{ required: ['university_id'] }, { required: ['consortium_id'] }] });
 
 export const tokenRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: TokenAuthenticator }> = async (app, { db, tokens }) => {
-  app.post('/tokens', { schema: { ...hidden, body: tokenBody } }, async (request, reply) => {
+  app.post('/tokens', { schema: { body: tokenBody } }, async (request, reply) => {
     const input = request.body;
     if (input.consortium_id && input.can_write) {
       throw apiError('INVALID_BODY', 'Consortium tokens are read only: can_write must be false.');
@@ -33,7 +33,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: Toke
     }));
   });
 
-  app.delete('/tokens/:id', { schema: { ...hidden, params: idParams } }, async (request, reply) => {
+  app.delete('/tokens/:id', { schema: { params: idParams } }, async (request, reply) => {
     const { id } = request.params;
     const revoked = await db.asOperator((tx) => revokeToken(tx, id));
     if (!revoked) throw apiError('NOT_FOUND', 'No active token has that id.');
