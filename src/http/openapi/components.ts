@@ -208,7 +208,7 @@ const RAISED_ERROR_HEADERS: Readonly<Partial<Record<number, readonly HeaderName[
 const headerNamed = new Map(Object.keys(HEADERS).map((name) => [name.toLowerCase(), name as HeaderName]));
 
 function catalogueHeaders(status: number): HeaderName[] {
-  const names = Object.values(ERRORS).filter((d) => d.status === status).flatMap((d) => Object.keys(('headers' in d && d.headers) || {}));
+  const names = Object.values(ERRORS).filter((d) => d.status === status).flatMap((d) => Object.keys(d.headers ?? {}));
   return [...new Set(names)].map((name) => {
     const documented = headerNamed.get(name);
     if (!documented) throw new Error(`The catalogue's header ${name} has no entry in the OpenAPI HEADERS.`);

@@ -53,7 +53,7 @@ function readOperation(resource: Resource): DocumentedOperation {
       description: `${resource.description}\n\nPostgREST's query language: a filter parameter per column, \`or\`/\`and\` trees, `
         + '`select`, `order`, `limit`/`offset` or the `Range` header, and `Prefer: count`. '
         + `\`Accept: ${SINGULAR_MEDIA_TYPE}\` answers the one matching row as an object (406 \`PGRST116\` unless exactly one matches), `
-        + '`Accept: text/csv` answers CSV, and any other type than these or JSON 406 `PGRST107`. '
+        + '`Accept: text/csv` answers CSV, and an Accept naming none of these nor JSON is refused 406 `PGRST107`. '
         + '`HEAD` answers the same status and headers without a body.',
       parameters: [...READ_PARAMETERS.map(parameterRef), ...resource.columns.map(filterParameter)],
       responses: {
