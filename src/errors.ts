@@ -221,6 +221,12 @@ export const ERRORS = {
     status: 400, when: 'An app-side cohort names a campus the university does not have.',
     text: (campus: string) => ({ message: `No campus named "${campus}" at the university.` }),
   }),
+  TOKEN_NOT_ACTIVE: define({
+    status: 409, when: 'A rotation of a token that is revoked or expired already.',
+    text: (state: 'revoked' | 'expired') => ({
+      message: `The token is ${state}; only an active token can be rotated.`, hint: 'Issue a new token with POST /admin/v1/tokens.',
+    }),
+  }),
   DEMO_EXISTS: define({
     status: 409, when: 'The demo data set for that seed exists already.',
     text: () => ({ message: 'The demo data set for this seed exists already.', hint: 'Use another seed.' }),

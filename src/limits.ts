@@ -24,6 +24,16 @@ export const LIMITS = {
   bodyBytes: 4 * 1024 * 1024,
   /** Room above the query-string cap, so that it is the service's 414 that answers a long one. */
   headerBytes: 64 * 1024,
+  /** Records of one page of an operator API list (`limit`). */
+  operatorPageRows: 1_000,
+  /** How long a rotated token may stay valid beside its replacement (`grace_seconds`): 30 days. */
+  rotationGraceSeconds: 30 * 24 * 60 * 60,
+} as const;
+
+/** What the operator API uses when a request does not say. */
+export const OPERATOR_DEFAULTS = {
+  pageRows: 100,
+  rotationGraceSeconds: 24 * 60 * 60,
 } as const;
 
 export type Limit = keyof typeof LIMITS;
@@ -54,4 +64,11 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<Limit, LimitDescription>> = {
   batchRows: { bounds: 'rows of one write', code: 'BATCH_TOO_LARGE', note: 'nothing written' },
   bodyBytes: { bounds: 'bytes of a request body', code: 'PAYLOAD_TOO_LARGE', note: 'nothing written' },
   headerBytes: { bounds: 'bytes of the request line and headers', code: 'HEADERS_TOO_LARGE' },
+  operatorPageRows: {
+    bounds: `records of one operator API list page (\`limit\`, default ${OPERATOR_DEFAULTS.pageRows})`, code: 'INVALID_PARAMETER',
+  },
+  rotationGraceSeconds: {
+    bounds: `seconds a rotated token stays valid beside its replacement (\`grace_seconds\`, default ${OPERATOR_DEFAULTS.rotationGraceSeconds.toLocaleString('en-US')})`,
+    code: 'INVALID_BODY',
+  },
 };

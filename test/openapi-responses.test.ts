@@ -138,9 +138,9 @@ for (const backend of backends()) {
       }
     });
 
-    test('the probes and the description itself match', async () => {
-      for (const url of ['/healthz', '/readyz', '/v1/openapi.json']) {
-        const res = await h.get(url, null);
+    test('the calling token, the probes and the description itself match', async () => {
+      for (const [url, token] of [['/v1/me', north.read_token], ['/healthz', null], ['/readyz', null], ['/v1/openapi.json', null]] as const) {
+        const res = await h.get(url, token);
         assert.equal(res.status, 200, url);
         assertMatches('GET', url, res);
       }

@@ -3,19 +3,19 @@
  * statement; constraint violations surface as database errors the HTTP layer maps to 4xx.
  */
 import { arrayLiteral } from '../db/array-literal.ts';
-import type { Queryable } from '../db/store.ts';
+import type { Queryable, Row } from '../db/store.ts';
 import { apiError } from '../errors.ts';
 import type { COHORT_SHAPE, CreateValues } from '../resources/write-shapes.ts';
+import { recordFields } from './operator-records.ts';
+import { timestampJson } from './timestamps.ts';
 
-async function insertOne<T>(tx: Queryable, text: string, params: (string | null)[]): Promise<T> {
-  const [row] = await tx.query<T>(text, params);
+async function insertOne(tx: Queryable, text: string, params: (string | null)[]): Promise<Row> {
+  const [row] = await tx.query(text, params);
   return row;
 }
 
-const TIMESTAMPS = `to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at`;
-
 export function createConsortium(tx: Queryable, input: { name: string }) {
-  return insertOne(tx, `insert into consortia (name) values ($1) returning id, name, ${TIMESTAMPS}`, [input.name]);
+  return insertOne(tx, `insert into consortia as r (name) values ($1) returning ${recordFields('consortia')}`, [input.name]);
 }
 
 /**
@@ -31,21 +31,21 @@ export async function createUniversity(tx: Queryable, input: { name: string; sho
     if (!known) throw apiError('INVALID_BODY', `timezone "${input.timezone}" is not an IANA time zone name.`, 'Use a name such as Europe/London or America/Chicago.');
   }
   return insertOne(tx,
-    `insert into universities (name, short_name, consortium_id, country, timezone) values ($1, $2, $3, $4, $5)
-     returning id, name, short_name, consortium_id, country, timezone, ${TIMESTAMPS}`,
+    `insert into universities as r (name, short_name, consortium_id, country, timezone) values ($1, $2, $3, $4, $5)
+     returning ${recordFields('universities')}`,
     [input.name, input.short_name ?? null, input.consortium_id ?? null, input.country ?? null, input.timezone ?? null]);
 }
 
 export function createCampus(tx: Queryable, input: { university_id: string; name: string; city?: string | null; country?: string | null }) {
   return insertOne(tx,
-    `insert into campuses (university_id, name, city, country) values ($1, $2, $3, $4)
-     returning id, university_id, name, city, country, ${TIMESTAMPS}`,
+    `insert into campuses as r (university_id, name, city, country) values ($1, $2, $3, $4)
+     returning ${recordFields('campuses')}`,
     [input.university_id, input.name, input.city ?? null, input.country ?? null]);
 }
 
 export function createResumeTemplate(tx: Queryable, input: { university_id: string; name: string }) {
   return insertOne(tx,
-    `insert into resume_templates (university_id, name) values ($1, $2) returning id, university_id, name, ${TIMESTAMPS}`,
+    `insert into resume_templates as r (university_id, name) values ($1, $2) returning ${recordFields('resume-templates')}`,
     [input.university_id, input.name]);
 }
 
@@ -55,7 +55,7 @@ export async function createAccount(tx: Queryable, input: { email: string; kind:
   const [taken] = await tx.query('select 1 from accounts where email = $1 union all select 1 from secondary_emails where email = $1', [email]);
   if (taken) throw apiError('EMAIL_TAKEN');
   return insertOne(tx,
-    `insert into accounts (email, kind, university_id) values ($1, $2, $3) returning id, email, kind, university_id, ${TIMESTAMPS}`,
+    `insert into accounts as r (email, kind, university_id) values ($1, $2, $3) returning ${recordFields('accounts')}`,
     [email, input.kind, input.university_id ?? null]);
 }
 
@@ -75,7 +75,7 @@ export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
        intake_term, campus_id, study_mode, resume_template_names)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text[])
      returning id, university_id, name, display_name, program, degree, start_date::text, end_date::text, intake_year,
-       intake_term, campus_id, study_mode, resume_template_names, ${TIMESTAMPS}`,
+       intake_term, campus_id, study_mode, resume_template_names, ${timestampJson('created_at')} as created_at`,
     [input.university_id, input.name, input.display_name, input.program, input.degree, input.start_date, input.end_date,
       String(input.intake_year), input.intake_term, campusId, input.study_mode ?? null, arrayLiteral(input.resume_template_names ?? [])]);
 }

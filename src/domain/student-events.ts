@@ -9,6 +9,7 @@ import type { Queryable } from '../db/store.ts';
 import { type UnnestColumn, unnest } from '../db/unnest.ts';
 import { apiError } from '../errors.ts';
 import { type AlumniChange, alumniAfterSignIn, alumniChanges, impliedAlumni, todayUtc } from './alumni.ts';
+import { timestampJson } from './timestamps.ts';
 
 export interface HistoryEntry extends AlumniChange {
   readonly universityId: string;
@@ -90,7 +91,7 @@ export function verifyEmail(db: Database, studentId: string, email: string): Pro
     await lockedStudent(tx, studentId);
     const [row] = await tx.query<{ email: string; verified_at: string }>(
       `update secondary_emails set verified_at = coalesce(verified_at, now())
-       where student_id = $1 and email = $2 returning email, verified_at::text`,
+       where student_id = $1 and email = $2 returning email, ${timestampJson('verified_at')} as verified_at`,
       [studentId, email.trim().toLowerCase()],
     );
     if (!row) throw apiError('NOT_FOUND', 'That address is not a recorded secondary address of the student.');
@@ -124,7 +125,7 @@ export function alumniHistory(db: Database, studentId: string) {
       'select id, is_alumni, account_status from students where id = $1', [studentId]);
     if (!student) throw studentNotFound();
     const history = await tx.query<{ is_alumni: boolean; reason: string; created_at: string }>(
-      `select is_alumni, reason, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at
+      `select is_alumni, reason, ${timestampJson('created_at')} as created_at
        from alumni_flag_history where student_id = $1 order by id`,
       [studentId],
     );

@@ -1,6 +1,7 @@
 /**
  * App assembly: each concern is its own plugin. The partner API under /v1 (bearer tokens, rate
- * limits, reads, writes), the operator API under /admin/v1, health, and the OpenAPI description.
+ * limits, reads, writes), the operator API under /admin/v1, health, the OpenAPI description and
+ * the reference page that renders it.
  */
 import { METHODS, type Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify';
@@ -13,9 +14,11 @@ import { partnerAuth } from './auth.ts';
 import { edge, edgeOptions } from './edge.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
+import { meRoute } from './me.ts';
 import { openApi, openApiDocument } from './openapi/document.ts';
 import { PARTNER_PREFIX } from './openapi/operations.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
+import { referencePage } from './reference-page.ts';
 import { registerReadRoutes } from './read-routes.ts';
 import { registerWriteRoutes } from './write-routes.ts';
 
@@ -76,26 +79,28 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   await app.register(edge);
   await app.register(openApi);
   await app.register(health, { db, readyTimeoutMs: settings.readyTimeoutMs });
+  await app.register(referencePage, { descriptionUrl: `${PARTNER_PREFIX}/openapi.json` });
   const { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl } = settings;
   await app.register(rateLimits, { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl });
 
-  const tokens = new TokenAuthenticator(db);
+  const tokens = new TokenAuthenticator(db, { log: app.log });
   const limits = app.rateLimits;
   await app.register(async (v1) => {
     await v1.register(openApiDocument);
-    await v1.register(partnerApi, { db, tokens, limits, plannedCounts: settings.plannedCounts });
+    await v1.register(partnerApi, { db, tokens, limits, plannedCounts: settings.plannedCounts, readLimitPerMin, writeLimitPerMin });
   }, { prefix: PARTNER_PREFIX });
   await app.register(operatorApi, { prefix: '/admin/v1', db, tokens, authFailures: limits.authFailures, adminKey: settings.adminKey });
   return app;
 }
 
-/** Reads and writes, behind bearer tokens; the OpenAPI document beside them needs none. */
+/** Reads, writes and the token's own description, behind bearer tokens; the OpenAPI document beside them needs none. */
 async function partnerApi(
   app: FastifyInstance,
-  options: { db: Database; tokens: TokenAuthenticator; limits: RateLimitHooks; plannedCounts: boolean },
+  options: { db: Database; tokens: TokenAuthenticator; limits: RateLimitHooks; plannedCounts: boolean } & Pick<Config, 'readLimitPerMin' | 'writeLimitPerMin'>,
 ): Promise<void> {
   const { db, tokens, limits, plannedCounts } = options;
   await app.register(partnerAuth, { tokens, authFailures: limits.authFailures });
+  await app.register(meRoute, { db, limits, readLimitPerMin: options.readLimitPerMin, writeLimitPerMin: options.writeLimitPerMin });
   await app.register(registerReadRoutes, { db, limits, plannedCounts });
   await app.register(registerWriteRoutes, { db, limits });
 }

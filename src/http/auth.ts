@@ -45,6 +45,11 @@ export const partnerAuth = fp(async (app: FastifyInstance, options: { tokens: To
   // Null until the onRequest hook below has run, which is before any partner route sees it.
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', authenticatePartner(options.tokens, options.authFailures));
+  // last_used_at is noted once the response has gone, so its write never delays one.
+  app.addHook('onResponse', async (request) => {
+    if (request.principal) options.tokens.recordUse(request.principal.tokenId);
+  });
+  app.addHook('onClose', () => options.tokens.settled());
 }, { name: 'partner-auth' });
 
 /** Writes need a write-enabled token scoped to a single university. */

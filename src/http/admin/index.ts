@@ -12,6 +12,7 @@ import { bearerToken } from '../auth.ts';
 import type { AuthFailureGuard } from '../rate-limits.ts';
 import { demoRoutes } from './demo.ts';
 import { onboardingRoutes } from './onboarding.ts';
+import { recordRoutes } from './records.ts';
 import { studentRoutes } from './students.ts';
 import { tokenRoutes } from './tokens.ts';
 
@@ -41,6 +42,7 @@ export async function operatorApi(app: FastifyInstance, options: OperatorApiOpti
   const { db, tokens } = options;
   app.addHook('onRequest', requireAdminKey(options.adminKey, options.authFailures));
   await app.register(onboardingRoutes, { db });
+  await app.register(recordRoutes, { db });
   await app.register(tokenRoutes, { db, tokens });
   await app.register(studentRoutes, { db });
   await app.register(demoRoutes, { db });

@@ -5,11 +5,12 @@
 import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import type { Database } from '../../db/database.ts';
-import type { Queryable } from '../../db/store.ts';
+import type { Queryable, Row } from '../../db/store.ts';
 import {
   createAccount, createCampus, createCohortInApp, createConsortium, createResumeTemplate, createUniversity,
 } from '../../domain/onboarding.ts';
 import { cohortCreateBody } from '../write-schemas.ts';
+import { recordSchema } from './records.ts';
 import { closedBody, email, name, nullable, optionalText, uuid } from './schemas.ts';
 
 const consortiumBody = closedBody({ name });
@@ -24,16 +25,18 @@ const accountBody = closedBody({
 
 export const onboardingRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
   /** A handler that creates one record from the body, as the operator, and answers 201 with it. */
-  const creates = <Body>(create: (tx: Queryable, body: Body) => Promise<unknown>) =>
+  const creates = <Body>(create: (tx: Queryable, body: Body) => Promise<Row>) =>
     async (request: { body: Body }, reply: FastifyReply) => {
       reply.code(201);
       return db.asOperator((tx) => create(tx, request.body));
     };
 
-  app.post('/consortia', { schema: { body: consortiumBody } }, creates(createConsortium));
-  app.post('/universities', { schema: { body: universityBody } }, creates(createUniversity));
-  app.post('/campuses', { schema: { body: campusBody } }, creates(createCampus));
-  app.post('/resume-templates', { schema: { body: resumeTemplateBody } }, creates(createResumeTemplate));
-  app.post('/accounts', { schema: { body: accountBody } }, creates(createAccount));
+  app.post('/consortia', { schema: { body: consortiumBody, response: { 201: recordSchema('consortia') } } }, creates(createConsortium));
+  app.post('/universities', { schema: { body: universityBody, response: { 201: recordSchema('universities') } } }, creates(createUniversity));
+  app.post('/campuses', { schema: { body: campusBody, response: { 201: recordSchema('campuses') } } }, creates(createCampus));
+  app.post('/resume-templates', {
+    schema: { body: resumeTemplateBody, response: { 201: recordSchema('resume-templates') } },
+  }, creates(createResumeTemplate));
+  app.post('/accounts', { schema: { body: accountBody, response: { 201: recordSchema('accounts') } } }, creates(createAccount));
   app.post('/cohorts', { schema: { body: cohortCreateBody() } }, creates(createCohortInApp));
 };

@@ -1,36 +1,71 @@
 /**
- * Partner tokens on the operator API: issue one for a university or a consortium, revoke one.
+ * Partner tokens on the operator API: issue one for a university or a consortium, rotate one,
+ * revoke one. Listing and reading them is src/http/admin/records.ts's.
  */
-import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
+import { type FastifyPluginAsyncTypebox, type Static, Type } from '@fastify/type-provider-typebox';
 import type { Database } from '../../db/database.ts';
-import { type TokenAuthenticator, issueToken, revokeToken } from '../../domain/tokens.ts';
+import { type TokenAuthenticator, issueToken, revokeToken, rotateToken } from '../../domain/tokens.ts';
 import { apiError } from '../../errors.ts';
-import { idParams, optionalText, uuid } from './schemas.ts';
+import { LIMITS, OPERATOR_DEFAULTS } from '../../limits.ts';
+import { recordSchema } from './records.ts';
+import { closedBody, idParams, optionalText, uuid } from './schemas.ts';
+
+const expiresAt = Type.Optional(Type.String({ format: 'date-time' }));
 
 /** A token is scoped to exactly one university or one consortium. */
 const tokenBody = Type.Object({
   university_id: Type.Optional(uuid),
   consortium_id: Type.Optional(uuid),
   can_write: Type.Optional(Type.Boolean()),
-  expires_at: Type.Optional(Type.String({ format: 'date-time' })),
+  expires_at: expiresAt,
   label: optionalText,
 }, { additionalProperties: false, oneOf: [{ required: ['university_id'] }, { required: ['consortium_id'] }] });
 
+const rotateOptions = closedBody({
+  grace_seconds: Type.Optional(Type.Integer({
+    minimum: 0, maximum: LIMITS.rotationGraceSeconds, default: OPERATOR_DEFAULTS.rotationGraceSeconds,
+    description: 'How long the old token keeps working beside the new one; never longer than it already would.',
+  })),
+  expires_at: expiresAt,
+});
+/** The options, or no body at all for the defaults. */
+const rotateBody = Type.Unsafe<Static<typeof rotateOptions> | null>({ ...rotateOptions, type: ['object', 'null'] });
+
+/** The token record and, this once, its secret. */
+const issuedToken = Type.Object({ ...recordSchema('tokens').properties, token: Type.String() }, { additionalProperties: false });
+
+/** Compared with this process's clock, the one that later refuses the expired token. */
+function requireFuture(expires: string | undefined): void {
+  if (expires !== undefined && !(Date.parse(expires) > Date.now())) {
+    throw apiError('INVALID_BODY', `expires_at must be in the future; ${expires} is not.`);
+  }
+}
+
 export const tokenRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: TokenAuthenticator }> = async (app, { db, tokens }) => {
-  app.post('/tokens', { schema: { body: tokenBody } }, async (request, reply) => {
+  app.post('/tokens', { schema: { body: tokenBody, response: { 201: issuedToken } } }, async (request, reply) => {
     const input = request.body;
     if (input.consortium_id && input.can_write) {
       throw apiError('INVALID_BODY', 'Consortium tokens are read only: can_write must be false.');
     }
-    // Compared with this process's clock, the one that later refuses the expired token.
-    if (input.expires_at !== undefined && !(Date.parse(input.expires_at) > Date.now())) {
-      throw apiError('INVALID_BODY', `expires_at must be in the future; ${input.expires_at} is not.`);
-    }
+    requireFuture(input.expires_at);
     reply.code(201);
     return db.asOperator((tx) => issueToken(tx, {
       universityId: input.university_id, consortiumId: input.consortium_id, canWrite: input.can_write,
       expiresAt: input.expires_at, label: input.label,
     }));
+  });
+
+  app.post('/tokens/:id/rotate', {
+    schema: { params: idParams, body: rotateBody, response: { 201: issuedToken } },
+  }, async (request, reply) => {
+    const { grace_seconds: graceSeconds = OPERATOR_DEFAULTS.rotationGraceSeconds, expires_at: expires } = request.body ?? {};
+    requireFuture(expires);
+    const issued = await db.asOperator((tx) => rotateToken(tx, request.params.id, { graceSeconds, expiresAt: expires }));
+    if (!issued) throw apiError('NOT_FOUND', 'No token has that id.');
+    // The old token's new expiry applies to its next request here, not after the cache time.
+    tokens.forget(request.params.id);
+    reply.code(201);
+    return issued;
   });
 
   app.delete('/tokens/:id', { schema: { params: idParams } }, async (request, reply) => {

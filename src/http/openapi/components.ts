@@ -14,6 +14,7 @@ import { type Column, type ColumnType, type Resource, resources, resourcesByName
 import { WRITABLE_RESOURCES, WRITE_SHAPES, type WritableResource } from '../../resources/write-shapes.ts';
 import { ROW_STATUSES } from '../../writes/batch.ts';
 import { COHORT_ROW_CODES, STUDENT_ROW_CODES } from '../../writes/row-codes.ts';
+import { meResponse } from '../me.ts';
 import { passThroughStatus } from '../sqlstates.ts';
 import { type JsonSchema, type RowRequirement, orNull, writeRowSchema } from '../write-schemas.ts';
 
@@ -357,6 +358,7 @@ function allSchemas(): Record<string, JsonSchema> {
     ...FILTER_SCHEMAS,
     ...Object.assign({}, ...WRITABLE_RESOURCES.map(batchSchemas)),
     BatchCounts: BATCH_COUNTS,
+    Me: meResponse,
     Error: ERROR_SCHEMA,
   };
 }

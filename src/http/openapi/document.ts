@@ -9,7 +9,7 @@ import fp from 'fastify-plugin';
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
 import { resources } from '../../resources/registry.ts';
 import { HEADERS, PARAMETERS, REFUSED_REQUEST, SCHEMAS, SECURITY_SCHEMES, UNEXPECTED_ERROR, errorResponse, errorResponseName } from './components.ts';
-import { type DocumentedOperation, OPERATIONS, PARTNER_PREFIX, SERVICE_TAG } from './operations.ts';
+import { type DocumentedOperation, OPERATIONS, OTHER_TAGS, PARTNER_PREFIX } from './operations.ts';
 
 const INFO: OpenAPIV3_1.InfoObject = {
   title: 'Partner data service',
@@ -59,7 +59,7 @@ export function buildOpenApiDocument(): OpenApiDocument {
     security: [{ bearer: [] }],
     tags: [
       ...resources.map((resource) => ({ name: resource.name, description: resource.description })),
-      { name: SERVICE_TAG, description: 'The service itself: its probes and this description.' },
+      ...Object.entries(OTHER_TAGS).map(([name, description]) => ({ name, description })),
     ],
     paths,
     components: {

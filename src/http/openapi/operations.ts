@@ -9,6 +9,7 @@ import { SINGULAR_MEDIA_TYPE } from '../../query/media-types.ts';
 import { type Resource, resources, resourcesByName } from '../../resources/registry.ts';
 import { WRITABLE_RESOURCES, type WritableResource } from '../../resources/write-shapes.ts';
 import type { WriteMode } from '../../writes/batch.ts';
+import { ME_PATH } from '../me.ts';
 import type { JsonSchema, RowRequirement } from '../write-schemas.ts';
 import {
   type ParameterName, RATE_LIMIT_HEADERS, filterParameter, headerRefs, parameterRef, resourceTitle, rowSchemaName, schemaRef, writeSchemaNames,
@@ -17,8 +18,11 @@ import {
 /** The partner API's path prefix: the description's server. */
 export const PARTNER_PREFIX = '/v1';
 
-/** The tag of the operations about the service itself rather than a resource. */
-export const SERVICE_TAG = 'service';
+/** The tags of the operations that are not about a resource (each resource is a tag of its own). */
+export const OTHER_TAGS = {
+  token: 'The calling token.',
+  service: 'The service itself: its probes and this description.',
+} as const;
 
 export interface DocumentedOperation {
   readonly method: 'get' | 'put' | 'post' | 'patch';
@@ -26,7 +30,11 @@ export interface DocumentedOperation {
   readonly url: string;
   /** The statuses it answers with the error body; any other error is the `default` response. */
   readonly errors: readonly number[];
-  readonly operation: OpenAPIV3_1.OperationObject & { operationId: string; responses: OpenAPIV3_1.ResponsesObject };
+  readonly operation: OpenAPIV3_1.OperationObject & {
+    operationId: string;
+    tags: [resource: string] | [keyof typeof OTHER_TAGS];
+    responses: OpenAPIV3_1.ResponsesObject;
+  };
 }
 
 const READ_PARAMETERS: readonly ParameterName[] = ['select', 'order', 'limit', 'offset', 'or', 'and', 'not.or', 'not.and', 'Range', 'Prefer'];
@@ -107,6 +115,26 @@ function writeOperation(resource: WritableResource, { method, verb, requirement,
   };
 }
 
+const ME_OPERATION: DocumentedOperation = {
+  method: 'get',
+  url: `${PARTNER_PREFIX}/${ME_PATH}`,
+  errors: [401, 429, 503],
+  operation: {
+    operationId: 'getMe',
+    tags: ['token'],
+    summary: 'The calling token: scope, write permission, expiry and limits',
+    description: 'What the bearer token is: its scope with the universities it covers, whether it can write, when it expires, '
+      + 'and the limits that apply to it. Never the token itself. Counts against the read rate limit.',
+    responses: {
+      200: {
+        description: 'The calling token.',
+        headers: headerRefs(RATE_LIMIT_HEADERS),
+        content: { 'application/json': { schema: schemaRef('Me') } },
+      },
+    },
+  },
+};
+
 const statusBody = (status: string): JsonSchema => ({ type: 'object', required: ['status'], properties: { status: { const: status } } });
 
 /** The probes (served at the root, without a token) and this description. */
@@ -117,7 +145,7 @@ const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
     errors: [],
     operation: {
       operationId: 'getLiveness',
-      tags: [SERVICE_TAG],
+      tags: ['service'],
       summary: 'Liveness probe',
       description: 'The process answers; the store is not consulted. Served at the root, not under /v1, and needs no token.',
       security: [],
@@ -130,7 +158,7 @@ const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
     errors: [503],
     operation: {
       operationId: 'getReadiness',
-      tags: [SERVICE_TAG],
+      tags: ['service'],
       summary: 'Readiness probe',
       description: 'The store answers in time and is migrated. Served at the root, not under /v1, and needs no token.',
       security: [],
@@ -143,7 +171,7 @@ const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
     errors: [],
     operation: {
       operationId: 'getOpenApiDescription',
-      tags: [SERVICE_TAG],
+      tags: ['service'],
       summary: 'This OpenAPI description',
       description: 'Needs no token.',
       security: [],
@@ -155,5 +183,6 @@ const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
 export const OPERATIONS: readonly DocumentedOperation[] = [
   ...resources.map(readOperation),
   ...WRITABLE_RESOURCES.flatMap((resource) => Object.values(WRITE_METHODS).map((method) => writeOperation(resource, method))),
+  ME_OPERATION,
   ...SERVICE_OPERATIONS,
 ];

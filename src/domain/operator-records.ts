@@ -1,0 +1,183 @@
+/**
+ * What the operator API shows of the records it creates (docs/decisions.md, "Operator API"):
+ * each kind's fields, its filters, and the statements that list a page of them, read one, and
+ * return one from its insert, so a create, a list and an item give the same object.
+ */
+import type { Queryable } from '../db/store.ts';
+import { apiError } from '../errors.ts';
+import { TIMESTAMP_PATTERN, timestampJson } from './timestamps.ts';
+
+export type OperatorCollection = 'consortia' | 'universities' | 'campuses' | 'resume-templates' | 'accounts' | 'tokens';
+
+/** The SQL condition on the record (aliased `r`) for one bound value, given its placeholder. */
+type Filter = (value: string) => string;
+
+interface RecordKind {
+  readonly table: string;
+  /** Output field → SQL expression over the record aliased `r`; `id` and `created_at` key the pages. */
+  readonly fields: Readonly<{ id: string; created_at: string } & Record<string, string>>;
+  readonly filters: Readonly<Record<string, Filter>>;
+  /** The rows of the table that are records of this kind at all. */
+  readonly only?: string;
+}
+
+const equals = (column: string, type: 'uuid' | 'text'): Filter => (value) => `r.${column} = ${value}::${type}`;
+/** Case-insensitive substring: the operator looks a record up by part of its name. */
+const nameContains: Filter = (value) => `strpos(lower(r.name), lower(${value})) > 0`;
+const createdAt = timestampJson('r.created_at');
+const universityId = { university_id: equals('university_id', 'uuid') };
+
+const TOKEN_ACTIVE = '(r.revoked_at is null and (r.expires_at is null or r.expires_at > now()))';
+
+export const OPERATOR_RECORDS = {
+  consortia: {
+    table: 'consortia',
+    fields: { id: 'r.id', name: 'r.name', created_at: createdAt },
+    filters: { name: nameContains },
+  },
+  universities: {
+    table: 'universities',
+    fields: {
+      id: 'r.id', name: 'r.name', short_name: 'r.short_name', consortium_id: 'r.consortium_id', country: 'r.country',
+      timezone: 'r.timezone', created_at: createdAt,
+    },
+    filters: { consortium_id: equals('consortium_id', 'uuid'), name: nameContains },
+  },
+  campuses: {
+    table: 'campuses',
+    fields: { id: 'r.id', university_id: 'r.university_id', name: 'r.name', city: 'r.city', country: 'r.country', created_at: createdAt },
+    filters: { ...universityId, name: nameContains },
+  },
+  'resume-templates': {
+    table: 'resume_templates',
+    fields: { id: 'r.id', university_id: 'r.university_id', name: 'r.name', created_at: createdAt },
+    filters: { ...universityId, name: nameContains },
+  },
+  // The accounts the operator creates. A student's account belongs to its university and is
+  // read there with the university's token, so the operator API lists no student addresses.
+  accounts: {
+    table: 'accounts',
+    only: `r.kind <> 'student'`,
+    fields: { id: 'r.id', email: 'r.email', kind: 'r.kind', university_id: 'r.university_id', created_at: createdAt },
+    filters: { ...universityId, kind: equals('kind', 'text'), email: (value) => `r.email = lower(btrim(${value}))` },
+  },
+  // Never the secret (it is not stored) nor its hash.
+  tokens: {
+    table: 'tokens',
+    fields: {
+      id: 'r.id',
+      label: 'r.label',
+      scope: `json_build_object(
+        'kind', case when r.university_id is null then 'consortium' else 'university' end,
+        'id', coalesce(r.university_id, r.consortium_id),
+        'name', coalesce((select u.name from universities u where u.id = r.university_id),
+                         (select c.name from consortia c where c.id = r.consortium_id)))`,
+      university_id: 'r.university_id',
+      consortium_id: 'r.consortium_id',
+      can_write: 'r.can_write',
+      created_at: createdAt,
+      expires_at: timestampJson('r.expires_at'),
+      revoked_at: timestampJson('r.revoked_at'),
+      last_used_at: timestampJson('r.last_used_at'),
+    },
+    filters: {
+      ...universityId,
+      consortium_id: equals('consortium_id', 'uuid'),
+      // Active: neither revoked nor expired, by the store's clock.
+      active: (value) => `${TOKEN_ACTIVE} = ${value}::boolean`,
+    },
+  },
+} as const satisfies Readonly<Record<OperatorCollection, RecordKind>>;
+
+export type RecordFields<C extends OperatorCollection> = keyof (typeof OPERATOR_RECORDS)[C]['fields'] & string;
+export type RecordFilters<C extends OperatorCollection> = keyof (typeof OPERATOR_RECORDS)[C]['filters'] & string;
+/** A record as the statements return it: scalars, and a token's scope as an object. */
+export type OperatorRecord<C extends OperatorCollection> = Record<RecordFields<C>, unknown>;
+
+/** The select list (and `returning` list) of a kind's fields. */
+export function recordFields(collection: OperatorCollection): string {
+  return Object.entries(OPERATOR_RECORDS[collection].fields).map(([name, sql]) => `${sql} as "${name}"`).join(', ');
+}
+
+/** Binds values to `$n` placeholders in order. */
+class Bindings {
+  readonly values: string[] = [];
+  bind(value: string): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+interface PageKey {
+  readonly createdAt: string;
+  readonly id: string;
+}
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** An opaque cursor: the last record's (created_at, id), the order pages are read in. */
+function encodeCursor(key: PageKey): string {
+  return Buffer.from(JSON.stringify([key.createdAt, key.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): PageKey {
+  let key: unknown;
+  try {
+    key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    key = null;
+  }
+  if (!Array.isArray(key) || key.length !== 2 || typeof key[0] !== 'string' || typeof key[1] !== 'string'
+    || !TIMESTAMP_PATTERN.test(key[0]) || Number.isNaN(Date.parse(key[0])) || !UUID_PATTERN.test(key[1])) {
+    throw apiError('INVALID_PARAMETER', 'querystring/after is not a cursor this API answered with');
+  }
+  return { createdAt: key[0], id: key[1] };
+}
+
+export interface PageRequest<C extends OperatorCollection> {
+  readonly limit: number;
+  /** The `next_cursor` of the page before. */
+  readonly after?: string;
+  readonly filters: Readonly<Partial<Record<RecordFilters<C>, string>>>;
+}
+
+export interface Page<C extends OperatorCollection> {
+  readonly items: OperatorRecord<C>[];
+  readonly nextCursor: string | null;
+}
+
+/** One page of a kind's records, oldest first, with the cursor of the next page when there is one. */
+export async function listRecords<C extends OperatorCollection>(tx: Queryable, collection: C, request: PageRequest<C>): Promise<Page<C>> {
+  const kind: RecordKind = OPERATOR_RECORDS[collection];
+  const params = new Bindings();
+  const conditions = kind.only ? [kind.only] : [];
+  for (const [name, value] of Object.entries(request.filters) as [string, string | undefined][]) {
+    if (value !== undefined) conditions.push(kind.filters[name](params.bind(value)));
+  }
+  if (request.after !== undefined) {
+    const key = decodeCursor(request.after);
+    conditions.push(`(r.created_at, r.id) > (${params.bind(key.createdAt)}::timestamptz, ${params.bind(key.id)}::uuid)`);
+  }
+  const where = conditions.length > 0 ? `where ${conditions.join(' and ')}` : '';
+  const rows = await tx.query<OperatorRecord<C> & { id: string; created_at: string }>(
+    `select ${recordFields(collection)} from ${kind.table} r ${where}
+     order by r.created_at, r.id limit ${params.bind(String(request.limit + 1))}`,
+    params.values,
+  );
+  const items = rows.slice(0, request.limit);
+  const last = items.at(-1);
+  return {
+    items,
+    nextCursor: rows.length > request.limit && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null,
+  };
+}
+
+/** One record of a kind by id, or null. */
+export async function getRecord<C extends OperatorCollection>(tx: Queryable, collection: C, id: string): Promise<OperatorRecord<C> | null> {
+  const kind: RecordKind = OPERATOR_RECORDS[collection];
+  const [row] = await tx.query<OperatorRecord<C>>(
+    `select ${recordFields(collection)} from ${kind.table} r where r.id = $1${kind.only ? ` and ${kind.only}` : ''}`,
+    [id],
+  );
+  return row ?? null;
+}

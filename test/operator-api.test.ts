@@ -1,0 +1,340 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { LIMITS } from '../src/limits.ts';
+import { Harness, type Response, backends } from './support/harness.ts';
+
+/** RFC 3339 with an explicit numeric offset, as the /v1 reads render a timestamptz. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?[+-]\d{2}:\d{2}$/;
+const ERROR_KEYS = ['code', 'details', 'hint', 'message'];
+const COLLECTIONS = ['consortia', 'universities', 'campuses', 'resume-templates', 'accounts', 'tokens'] as const;
+const TOKEN_KEYS = ['can_write', 'consortium_id', 'created_at', 'expires_at', 'id', 'label', 'last_used_at', 'revoked_at', 'scope', 'university_id'];
+
+/** Every `…_at` value anywhere in a JSON document, with where it was found. */
+function timestampFields(value: unknown, path = '$'): { path: string; value: unknown }[] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => timestampFields(v, `${path}[${i}]`));
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([key, v]) => [
+    ...(key.endsWith('_at') && v !== null ? [{ path: `${path}.${key}`, value: v }] : []),
+    ...timestampFields(v, `${path}.${key}`),
+  ]);
+}
+
+function expectError(res: Response, status: number, code: string, message?: RegExp) {
+  assert.equal(res.status, status, res.body);
+  assert.deepEqual(Object.keys(res.json).sort(), ERROR_KEYS);
+  assert.equal(res.json.code, code);
+  if (message) assert.match(res.json.message, message);
+}
+
+for (const backend of backends()) {
+  describe(`operator API on ${backend}`, () => {
+    let h: Harness;
+    let north: { id: string; read_token: string; write_token: string };
+    let consortiumId: string;
+    let serial = 0;
+    const unique = (prefix: string) => `${prefix} ${backend} ${++serial}`;
+
+    before(async () => {
+      h = await Harness.start(backend, { demoStudents: 30 });
+      north = h.demo!.universities[0];
+      consortiumId = h.demo!.consortium.id;
+    });
+    after(() => h.close());
+
+    /** Every page of a list, following `next` links. */
+    async function allPages(url: string): Promise<{ pages: Response[]; items: any[] }> {
+      const pages: Response[] = [];
+      let next: string | null = `/admin/v1${url}`;
+      while (next !== null) {
+        const page = await h.request({ method: 'GET', url: next, headers: { authorization: 'Bearer test-admin-key' } });
+        assert.equal(page.status, 200, page.body);
+        pages.push(page);
+        next = page.json.next;
+      }
+      return { pages, items: pages.flatMap((p) => p.json.items) };
+    }
+
+    describe('one timestamp format', () => {
+      test('every timestamp of every operator response is RFC 3339 with an offset, as the reads give it', async () => {
+        const checked: { path: string; value: unknown }[] = [];
+        const check = (label: string, res: Response, expected: number[]) => {
+          assert.ok(expected.includes(res.status), `${label}: ${res.status} ${res.body}`);
+          for (const field of timestampFields(res.json)) {
+            assert.match(String(field.value), RFC3339, `${label} ${field.path}`);
+            checked.push(field);
+          }
+        };
+        const consortium = await h.admin('POST', '/consortia', { name: unique('Format Alliance') });
+        check('create consortium', consortium, [201]);
+        const university = await h.admin('POST', '/universities', { name: unique('Format University'), consortium_id: consortium.json.id });
+        check('create university', university, [201]);
+        const universityId = university.json.id;
+        check('create campus', await h.admin('POST', '/campuses', { university_id: universityId, name: 'Format Campus' }), [201]);
+        check('create template', await h.admin('POST', '/resume-templates', { university_id: universityId, name: 'Classic' }), [201]);
+        check('create account', await h.admin('POST', '/accounts', { email: `format-${backend}@example.edu`, kind: 'staff', university_id: universityId }), [201]);
+        check('create cohort', await h.admin('POST', '/cohorts', {
+          university_id: universityId, name: 'format-2026', display_name: 'Format 2026', program: 'Format', degree: 'BSc',
+          start_date: '2026-09-01', end_date: '2029-06-30', intake_year: 2026, intake_term: 'Fall', resume_template_names: ['Classic'],
+        }), [201]);
+        const token = await h.admin('POST', '/tokens', { university_id: universityId, expires_at: '2999-01-01T00:00:00Z' });
+        check('create token', token, [201]);
+        assert.equal((await h.get('/v1/universities', token.json.token)).status, 200);
+        const rotated = await h.admin('POST', `/tokens/${token.json.id}/rotate`, {});
+        check('rotate token', rotated, [201]);
+        assert.equal((await h.admin('DELETE', `/tokens/${rotated.json.id}`)).status, 204);
+        for (const collection of COLLECTIONS) {
+          const list = await h.admin('GET', `/${collection}?limit=5`);
+          check(`list ${collection}`, list, [200]);
+          check(`item ${collection}`, await h.admin('GET', `/${collection}/${list.json.items[0].id}`), [200]);
+        }
+        check('revoked and rotated tokens', await h.admin('GET', `/tokens?university_id=${universityId}`), [200]);
+
+        const [student] = await h.sql<{ id: string }>('select id from students where university_id = $1 order by id limit 1', [north.id]);
+        const secondary = `format-secondary-${backend}@example.edu`;
+        await h.sql('insert into secondary_emails (email, student_id, university_id) values ($1, $2, $3)', [secondary, student.id, north.id]);
+        check('verify email', await h.admin('POST', `/students/${student.id}/verify-email`, { email: secondary }), [200]);
+        check('sign-in', await h.admin('POST', `/students/${student.id}/sign-in`), [200]);
+        check('graduation date', await h.admin('POST', `/students/${student.id}/graduation-date`, { graduation_date: '2001-06-30' }), [200]);
+        check('alumni history', await h.admin('GET', `/students/${student.id}/alumni-history`), [200]);
+        check('demo', await h.admin('POST', '/demo', { students: 5, seed: 4000 + serial }), [201]);
+        check('me', await h.get('/v1/me', north.read_token), [200]);
+
+        const paths = new Set(checked.map((c) => c.path.replace(/\[\d+\]/g, '[]').replace(/^\$/, '')));
+        for (const field of ['.created_at', '.expires_at', '.items[].created_at', '.items[].revoked_at', '.verified_at', '.history[].created_at']) {
+          assert.ok(paths.has(field), `no ${field} was checked; saw ${[...paths].join(', ')}`);
+        }
+
+        // The reads, in the same format and with the very same text for the same record.
+        for (const resource of ['students', 'universities', 'events', 'jobs']) {
+          check(`read ${resource}`, await h.get(`/v1/${resource}?limit=5`, north.read_token), [200]);
+        }
+        const [read] = (await h.get(`/v1/universities?id=eq.${north.id}`, north.read_token)).json;
+        const inspected = await h.admin('GET', `/universities/${north.id}`);
+        assert.equal(inspected.json.created_at, read.created_at);
+      });
+    });
+
+    describe('list and inspect', () => {
+      test('each collection lists with a keyset cursor: pages in creation order, next link keeps the filters', async () => {
+        const university = (await h.admin('POST', '/universities', { name: unique('Paging University') })).json;
+        const created: string[] = [];
+        for (const name of ['A', 'B', 'C', 'D', 'E']) {
+          created.push((await h.admin('POST', '/campuses', { university_id: university.id, name: `Campus ${name}` })).json.id);
+        }
+        const { pages, items } = await allPages(`/campuses?university_id=${university.id}&limit=2`);
+        assert.deepEqual(pages.map((p) => p.json.items.length), [2, 2, 1]);
+        assert.deepEqual(items.map((c) => c.id), created);
+        assert.ok(items.every((c) => c.university_id === university.id));
+        assert.equal(pages[2].json.next_cursor, null);
+        const second = new URL(pages[0].json.next, 'http://x');
+        assert.equal(second.pathname, '/admin/v1/campuses');
+        assert.equal(second.searchParams.get('university_id'), university.id);
+        assert.equal(second.searchParams.get('limit'), '2');
+        assert.equal(second.searchParams.get('after'), pages[0].json.next_cursor);
+      });
+
+      test('the default page is 100 records, and a limit above the maximum is refused', async () => {
+        const accounts = await h.admin('GET', '/accounts');
+        assert.equal(accounts.status, 200);
+        const total = (await h.sql<{ n: number }>(`select count(*)::int as n from accounts where kind <> 'student'`))[0].n;
+        assert.equal(accounts.json.items.length, Math.min(100, total));
+        assert.equal(accounts.json.next_cursor === null, total <= 100);
+        expectError(await h.admin('GET', `/accounts?limit=${LIMITS.operatorPageRows + 1}`), 400, 'INVALID_PARAMETER', /limit/);
+        assert.equal((await h.admin('GET', `/accounts?limit=${LIMITS.operatorPageRows}`)).status, 200);
+      });
+
+      test('every record of a collection is reached exactly once by paging', async () => {
+        for (const collection of COLLECTIONS) {
+          const { items } = await allPages(`/${collection}?limit=7`);
+          const table = collection === 'resume-templates' ? 'resume_templates' : collection;
+          const only = collection === 'accounts' ? ` where kind <> 'student'` : '';
+          const ids = await h.sql<{ id: string }>(`select id from ${table}${only} order by created_at, id`);
+          assert.deepEqual(items.map((r) => r.id), ids.map((r) => r.id), collection);
+        }
+      });
+
+      test('an item is the record as its list shows it; an unknown id is 404, a malformed one 400', async () => {
+        for (const collection of COLLECTIONS) {
+          const [first] = (await h.admin('GET', `/${collection}?limit=1`)).json.items;
+          const item = await h.admin('GET', `/${collection}/${first.id}`);
+          assert.equal(item.status, 200);
+          assert.deepEqual(item.json, first);
+          expectError(await h.admin('GET', `/${collection}/00000000-0000-4000-8000-000000000000`), 404, 'NOT_FOUND');
+          expectError(await h.admin('GET', `/${collection}/not-a-uuid`), 400, 'INVALID_PARAMETER', /id/);
+        }
+      });
+
+      test('a create answers the same object the item then shows', async () => {
+        const consortium = await h.admin('POST', '/consortia', { name: unique('Same Alliance') });
+        assert.deepEqual((await h.admin('GET', `/consortia/${consortium.json.id}`)).json, consortium.json);
+        const university = await h.admin('POST', '/universities', { name: unique('Same University'), consortium_id: consortium.json.id, timezone: 'UTC' });
+        assert.deepEqual((await h.admin('GET', `/universities/${university.json.id}`)).json, university.json);
+        const token = await h.admin('POST', '/tokens', { consortium_id: consortium.json.id, label: 'same' });
+        const { token: secret, ...record } = token.json;
+        assert.match(secret, /^pds_/);
+        assert.deepEqual((await h.admin('GET', `/tokens/${token.json.id}`)).json, record);
+      });
+
+      test('filters: universities by consortium and name, campuses and templates by university', async () => {
+        const members = await h.sql<{ id: string }>('select id from universities where consortium_id = $1 order by created_at, id', [consortiumId]);
+        const byConsortium = await allPages(`/universities?consortium_id=${consortiumId}`);
+        assert.deepEqual(byConsortium.items.map((u) => u.id), members.map((u) => u.id));
+        const byName = await allPages('/universities?name=NORTHFIELD');
+        assert.ok(byName.items.some((u) => u.id === north.id));
+        assert.ok(byName.items.every((u) => u.name.toLowerCase().includes('northfield')), JSON.stringify(byName.items));
+        assert.ok(byName.items.length < (await allPages('/universities')).items.length);
+        const campuses = await allPages(`/campuses?university_id=${north.id}&name=main`);
+        assert.ok(campuses.items.length > 0);
+        assert.ok(campuses.items.every((c) => c.university_id === north.id && /main/i.test(c.name)));
+        const templates = await allPages(`/resume-templates?university_id=${north.id}`);
+        const stored = await h.sql<{ n: number }>('select count(*)::int as n from resume_templates where university_id = $1', [north.id]);
+        assert.equal(templates.items.length, stored[0].n);
+      });
+
+      test('accounts: staff and self-serve only, filtered by university, kind and address; the operator sees the address', async () => {
+        const university = (await h.admin('POST', '/universities', { name: unique('Account University') })).json;
+        const staff = (await h.admin('POST', '/accounts', { email: `Staff.${backend}@Account.edu`, kind: 'staff', university_id: university.id })).json;
+        const selfServe = (await h.admin('POST', '/accounts', { email: `self.${backend}@example.com`, kind: 'self_serve', university_id: university.id })).json;
+        const all = await h.admin('GET', `/accounts?university_id=${university.id}`);
+        assert.deepEqual(all.json.items.map((a: any) => a.id), [staff.id, selfServe.id]);
+        assert.deepEqual(Object.keys(all.json.items[0]).sort(), ['created_at', 'email', 'id', 'kind', 'university_id']);
+        assert.equal(all.json.items[0].email, `staff.${backend}@account.edu`);
+        const kind = await h.admin('GET', `/accounts?university_id=${university.id}&kind=self_serve`);
+        assert.deepEqual(kind.json.items.map((a: any) => a.id), [selfServe.id]);
+        const email = await h.admin('GET', `/accounts?email=${encodeURIComponent(` STAFF.${backend}@ACCOUNT.EDU `)}`);
+        assert.deepEqual(email.json.items.map((a: any) => a.id), [staff.id]);
+
+        const [student] = await h.sql<{ id: string }>(`select id from accounts where kind = 'student' limit 1`);
+        expectError(await h.admin('GET', `/accounts/${student.id}`), 404, 'NOT_FOUND');
+        expectError(await h.admin('GET', '/accounts?kind=student'), 400, 'INVALID_PARAMETER', /kind/);
+        const everyPage = await allPages('/accounts?limit=1000');
+        assert.ok(everyPage.items.every((a) => a.kind !== 'student'));
+      });
+
+      test('tokens: scope with its name, filters by university, consortium and active; never the secret or its hash', async () => {
+        const university = (await h.admin('POST', '/universities', { name: unique('Token University') })).json;
+        const active = (await h.admin('POST', '/tokens', { university_id: university.id, can_write: true, label: 'sync' })).json;
+        const revoked = (await h.admin('POST', '/tokens', { university_id: university.id })).json;
+        const expired = (await h.admin('POST', '/tokens', { university_id: university.id, expires_at: '2999-01-01T00:00:00Z' })).json;
+        assert.equal((await h.admin('DELETE', `/tokens/${revoked.id}`)).status, 204);
+        await h.sql(`update tokens set expires_at = now() - interval '1 second' where id = $1`, [expired.id]);
+
+        const listed = await h.admin('GET', `/tokens?university_id=${university.id}`);
+        assert.deepEqual(listed.json.items.map((t: any) => t.id), [active.id, revoked.id, expired.id]);
+        const [first] = listed.json.items;
+        assert.deepEqual(Object.keys(first).sort(), TOKEN_KEYS);
+        assert.deepEqual(first.scope, { kind: 'university', id: university.id, name: university.name });
+        assert.deepEqual([first.label, first.can_write, first.revoked_at, first.last_used_at], ['sync', true, null, null]);
+        assert.match(listed.json.items[1].revoked_at, RFC3339);
+        for (const secret of [active.token, revoked.token, expired.token]) {
+          assert.ok(!listed.body.includes(secret));
+          assert.ok(!listed.body.includes(createHash('sha256').update(secret).digest('hex')));
+        }
+
+        const activeOnly = await h.admin('GET', `/tokens?university_id=${university.id}&active=true`);
+        assert.deepEqual(activeOnly.json.items.map((t: any) => t.id), [active.id]);
+        const inactive = await h.admin('GET', `/tokens?university_id=${university.id}&active=false`);
+        assert.deepEqual(inactive.json.items.map((t: any) => t.id), [revoked.id, expired.id]);
+
+        const consortiumTokens = await allPages(`/tokens?consortium_id=${consortiumId}`);
+        assert.ok(consortiumTokens.items.length > 0);
+        for (const token of consortiumTokens.items) {
+          assert.deepEqual(token.scope, { kind: 'consortium', id: consortiumId, name: h.demo!.consortium.name });
+          assert.equal(token.university_id, null);
+        }
+      });
+
+      test('a malformed filter, an unknown parameter or a forged cursor is 400 with the documented body', async () => {
+        expectError(await h.admin('GET', '/tokens?university_id=abc'), 400, 'INVALID_PARAMETER', /university_id/);
+        expectError(await h.admin('GET', '/tokens?active=yes'), 400, 'INVALID_PARAMETER', /active/);
+        expectError(await h.admin('GET', `/tokens?univeristy_id=${north.id}`), 400, 'INVALID_PARAMETER', /univeristy_id/);
+        expectError(await h.admin('GET', `/tokens?university_id=${north.id}&university_id=${north.id}`), 400, 'INVALID_PARAMETER');
+        expectError(await h.admin('GET', '/campuses?limit=0'), 400, 'INVALID_PARAMETER', /limit/);
+        expectError(await h.admin('GET', '/campuses?limit=ten'), 400, 'INVALID_PARAMETER', /limit/);
+        expectError(await h.admin('GET', '/consortia?name='), 400, 'INVALID_PARAMETER', /name/);
+        for (const cursor of ['nonsense', Buffer.from('["yesterday","x"]').toString('base64url'), Buffer.from('{}').toString('base64url')]) {
+          expectError(await h.admin('GET', `/campuses?after=${cursor}`), 400, 'INVALID_PARAMETER', /after/);
+        }
+      });
+
+      test('listing needs the operator key', async () => {
+        const res = await h.request({ method: 'GET', url: '/admin/v1/tokens', headers: { authorization: `Bearer ${north.read_token}` } });
+        expectError(res, 401, 'UNAUTHORIZED');
+      });
+    });
+
+    describe('rotation', () => {
+      async function freshToken(body: Record<string, unknown> = {}) {
+        const issued = await h.admin('POST', '/tokens', { university_id: north.id, can_write: true, label: unique('rotating'), ...body });
+        assert.equal(issued.status, 201);
+        return issued.json;
+      }
+      const storeNow = async () => Date.parse((await h.sql<{ now: string }>(`select to_json(now()) #>> '{}' as now`))[0].now);
+
+      test('a replacement with the same scope, can_write and label; the old one works through the default 24 h grace', async () => {
+        const old = await freshToken();
+        assert.equal((await h.get('/v1/campuses', old.token)).status, 200);
+        const before = await storeNow();
+        const rotated = await h.request({ method: 'POST', url: `/admin/v1/tokens/${old.id}/rotate`, headers: { authorization: 'Bearer test-admin-key' } });
+        assert.equal(rotated.status, 201, rotated.body);
+        const replacement = rotated.json;
+        assert.notEqual(replacement.id, old.id);
+        assert.match(replacement.token, /^pds_/);
+        assert.deepEqual([replacement.scope, replacement.can_write, replacement.label, replacement.expires_at], [old.scope, true, old.label, null]);
+        assert.deepEqual(Object.keys(replacement).sort(), [...TOKEN_KEYS, 'token'].sort());
+
+        const after = await storeNow();
+        const oldNow = (await h.admin('GET', `/tokens/${old.id}`)).json;
+        const expiry = Date.parse(oldNow.expires_at);
+        assert.ok(expiry >= before + 86_400_000 - 1 && expiry <= after + 86_400_000 + 1, oldNow.expires_at);
+        assert.equal(oldNow.revoked_at, null);
+        assert.equal((await h.get('/v1/campuses', old.token)).status, 200);
+        assert.equal((await h.get('/v1/campuses', replacement.token)).status, 200);
+      });
+
+      test('grace_seconds 0 stops the old token at once, even though this instance had it cached', async () => {
+        const old = await freshToken();
+        assert.equal((await h.get('/v1/campuses', old.token)).status, 200);
+        const rotated = await h.admin('POST', `/tokens/${old.id}/rotate`, { grace_seconds: 0 });
+        assert.equal(rotated.status, 201);
+        expectError(await h.get('/v1/campuses', old.token), 401, 'UNAUTHORIZED');
+        assert.equal((await h.get('/v1/campuses', rotated.json.token)).status, 200);
+      });
+
+      test('the grace never extends an expiry that comes sooner; the replacement may get its own', async () => {
+        const soon = new Date(Date.now() + 3_600_000).toISOString();
+        const old = await freshToken({ expires_at: soon });
+        const before = (await h.admin('GET', `/tokens/${old.id}`)).json.expires_at;
+        const rotated = await h.admin('POST', `/tokens/${old.id}/rotate`, { grace_seconds: 7_200, expires_at: '2999-01-01T00:00:00Z' });
+        assert.equal(rotated.status, 201);
+        assert.equal(Date.parse(rotated.json.expires_at), Date.parse('2999-01-01T00:00:00Z'));
+        assert.equal((await h.admin('GET', `/tokens/${old.id}`)).json.expires_at, before);
+      });
+
+      test('rotating a revoked or expired token is 409 TOKEN_NOT_ACTIVE, an unknown one 404', async () => {
+        const revoked = await freshToken();
+        await h.admin('DELETE', `/tokens/${revoked.id}`);
+        expectError(await h.admin('POST', `/tokens/${revoked.id}/rotate`, {}), 409, 'TOKEN_NOT_ACTIVE', /revoked/);
+        const expired = await freshToken();
+        await h.sql(`update tokens set expires_at = now() - interval '1 second' where id = $1`, [expired.id]);
+        expectError(await h.admin('POST', `/tokens/${expired.id}/rotate`, {}), 409, 'TOKEN_NOT_ACTIVE', /expired/);
+        expectError(await h.admin('POST', '/tokens/00000000-0000-4000-8000-000000000000/rotate', {}), 404, 'NOT_FOUND');
+        expectError(await h.admin('POST', '/tokens/nope/rotate', {}), 400, 'INVALID_PARAMETER');
+        const stored = await h.sql<{ n: number }>('select count(*)::int as n from tokens where label = $1', [revoked.label]);
+        assert.equal(stored[0].n, 1);
+      });
+
+      test('grace_seconds is bounded by LIMITS, and expires_at must be in the future', async () => {
+        const old = await freshToken();
+        expectError(await h.admin('POST', `/tokens/${old.id}/rotate`, { grace_seconds: LIMITS.rotationGraceSeconds + 1 }), 400, 'INVALID_BODY', /grace_seconds/);
+        expectError(await h.admin('POST', `/tokens/${old.id}/rotate`, { grace_seconds: -1 }), 400, 'INVALID_BODY', /grace_seconds/);
+        expectError(await h.admin('POST', `/tokens/${old.id}/rotate`, { grace_seconds: 'soon' }), 400, 'INVALID_BODY', /grace_seconds/);
+        expectError(await h.admin('POST', `/tokens/${old.id}/rotate`, { expires_at: '2020-01-01T00:00:00Z' }), 400, 'INVALID_BODY', /expires_at/);
+        assert.equal((await h.admin('GET', `/tokens/${old.id}`)).json.expires_at, null);
+        const longest = await h.admin('POST', `/tokens/${old.id}/rotate`, { grace_seconds: LIMITS.rotationGraceSeconds });
+        assert.equal(longest.status, 201);
+      });
+    });
+  });
+}
