@@ -17,7 +17,8 @@ import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
 import { meRoute } from './me.ts';
 import { metrics, metricsEndpoint } from './metrics.ts';
-import { openApi, openApiDocument } from './openapi.ts';
+import { openApi, openApiDocument } from './openapi/document.ts';
+import { PARTNER_PREFIX } from './openapi/operations.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { referencePage } from './reference-page.ts';
 import { registerReadRoutes } from './read-routes.ts';
@@ -87,7 +88,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   await app.register(edge);
   await app.register(openApi);
   await app.register(health, { db, readyTimeoutMs: settings.readyTimeoutMs });
-  await app.register(referencePage, { descriptionUrl: '/v1/openapi.json' });
+  await app.register(referencePage, { descriptionUrl: `${PARTNER_PREFIX}/openapi.json` });
   const { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl } = settings;
   await app.register(rateLimits, { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl });
   await app.register(metricsEndpoint, { metricsKey: settings.metricsKey, authFailures: app.rateLimits.authFailures });
@@ -97,7 +98,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   await app.register(async (v1) => {
     await v1.register(openApiDocument);
     await v1.register(partnerApi, { db, tokens, limits, plannedCounts: settings.plannedCounts, readLimitPerMin, writeLimitPerMin });
-  }, { prefix: '/v1' });
+  }, { prefix: PARTNER_PREFIX });
   await app.register(operatorApi, { prefix: '/admin/v1', db, tokens, authFailures: limits.authFailures, adminKey: settings.adminKey });
   return app;
 }

@@ -1,6 +1,6 @@
 /**
- * Liveness and readiness for the orchestrator: GET /healthz and GET /readyz, left out of the
- * OpenAPI description.
+ * Liveness and readiness for the orchestrator: GET /healthz and GET /readyz, at the root and
+ * without a token (documented in src/http/openapi/operations.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import type { Database } from '../db/database.ts';
@@ -23,10 +23,10 @@ export async function health(app: FastifyInstance, options: { db: Database; read
 
   // Liveness: the process answers. It never touches the store, so a store outage does not get
   // healthy instances restarted.
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/healthz', async () => ({ status: 'ok' }));
 
   // Readiness: the store answers within the ready timeout and its schema is migrated.
-  app.get('/readyz', { schema: { hide: true } }, async () => {
+  app.get('/readyz', async () => {
     const pending = await withinMs(readyTimeoutMs, pendingMigrations(db.store));
     if (pending === TIMED_OUT) throw new StoreUnavailableError('READY_TIMEOUT', `The data store did not answer within ${readyTimeoutMs} ms.`);
     if (pending.length > 0) {

@@ -10,10 +10,9 @@ import { describeToken } from '../domain/tokens.ts';
 import { apiError } from '../errors.ts';
 import { LIMITS, LIMIT_DESCRIPTIONS, type Limit } from '../limits.ts';
 import { resourcesByName } from '../resources/registry.ts';
-import { errorResponse } from './openapi.ts';
 import type { RateLimitHooks } from './rate-limits.ts';
 
-const ME_PATH = 'me';
+export const ME_PATH = 'me';
 const ME_METHODS = 'GET, HEAD';
 
 /** Each limit's name in the answer, or null for one that binds only the operator. A new limit must say. */
@@ -43,7 +42,8 @@ const orNull = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()
 const uuid = Type.String({ format: 'uuid' });
 const timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 with an explicit offset.' });
 
-const meResponse = Type.Object({
+/** The answer; the route serializes with it, and the OpenAPI description names it `Me`. */
+export const meResponse = Type.Object({
   id: uuid,
   label: orNull(Type.String()),
   scope: Type.Object({
@@ -75,19 +75,9 @@ export const meRoute: FastifyPluginAsyncTypebox<MeRouteOptions> = async (app, op
   if (resourcesByName.has(ME_PATH)) throw new Error(`"${ME_PATH}" is the token introspection path; no resource may take that name.`);
   const limits = Object.fromEntries(partnerLimits.map(({ limit, name }) => [name, LIMITS[limit]]));
 
+  // Documented in src/http/openapi/operations.ts.
   app.get(`/${ME_PATH}`, {
-    schema: {
-      operationId: 'getMe',
-      tags: ['token'],
-      summary: 'The calling token: scope, write permission, expiry and limits',
-      description: 'What the bearer token is: its scope with the universities it covers, whether it can write, when it expires, and the limits that apply to it. Never the token itself. Counts against the read rate limit.',
-      response: {
-        200: { description: 'The calling token.', ...meResponse },
-        401: errorResponse('Missing, unknown, revoked or expired token.'),
-        429: errorResponse('Rate limited; retry after the Retry-After seconds.'),
-        503: errorResponse('Store unavailable or busy; retry after Retry-After.'),
-      },
-    },
+    schema: { response: { 200: meResponse } },
     preHandler: options.limits.read,
   }, async (request) => {
     const token = await options.db.asOperator((tx) => describeToken(tx, request.principal.tokenId));
@@ -102,7 +92,6 @@ export const meRoute: FastifyPluginAsyncTypebox<MeRouteOptions> = async (app, op
   app.route({
     method: app.supportedMethods.filter((method) => method !== 'GET' && method !== 'HEAD'),
     url: `/${ME_PATH}`,
-    schema: { hide: true },
     handler: async (request) => {
       throw apiError('METHOD_NOT_ALLOWED', request.method, ME_METHODS).withHeaders({ allow: ME_METHODS });
     },

@@ -94,16 +94,16 @@ export async function referencePage(app: FastifyInstance, options: { description
   const html = page();
   const script = initScript(options.descriptionUrl);
 
-  app.get(PAGE_PATH, { schema: { hide: true } }, async (_request, reply) => {
+  app.get(PAGE_PATH, async (_request, reply) => {
     reply.headers({ ...SECURITY_HEADERS, 'cache-control': REVALIDATE }).type('text/html; charset=utf-8');
     return html;
   });
-  app.get(INIT_SCRIPT_PATH, { schema: { hide: true } }, async (_request, reply) => {
+  app.get(INIT_SCRIPT_PATH, async (_request, reply) => {
     reply.headers({ 'x-content-type-options': 'nosniff', 'cache-control': REVALIDATE }).type('text/javascript; charset=utf-8');
     return script;
   });
   // Someone opening the service's address in a browser lands on the reference.
-  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect(PAGE_PATH));
+  app.get('/', async (_request, reply) => reply.redirect(PAGE_PATH));
 
   await app.register(fastifyStatic, {
     root: RENDERER_ROOT,

@@ -13,8 +13,13 @@ import { ApiError, apiError } from '../errors.ts';
 type Answer = (error: DatabaseError, body: unknown) => ApiError | null;
 
 const unavailable: Answer = () => apiError('DATABASE_UNAVAILABLE');
-const passThrough = (status: number): Answer => (error) =>
-  new ApiError(status, error.code, error.message, error.detail ?? null, error.hint ?? null);
+/** The answers that keep PostgreSQL's own code, with their statuses: the OpenAPI description lists those codes. */
+const passThroughStatuses = new Map<Answer, number>();
+const passThrough = (status: number): Answer => {
+  const answer: Answer = (error) => new ApiError(status, error.code, error.message, error.detail ?? null, error.hint ?? null);
+  passThroughStatuses.set(answer, status);
+  return answer;
+};
 const serviceFault: Answer = () => null;
 
 /**
@@ -75,11 +80,20 @@ export function storeErrorClass(error: unknown): string | null {
   return isDatabaseError(error) ? error.code.slice(0, 2) : null;
 }
 
+const answerFor = (code: string): Answer | undefined =>
+  SQLSTATE_ANSWERS[code] ?? SQLSTATE_ANSWERS[code.slice(0, 3)] ?? SQLSTATE_ANSWERS[code.slice(0, 2)];
+
+/** The status a failure with this SQLSTATE reaches the caller with under PostgreSQL's own code, if it does. */
+export function passThroughStatus(code: string): number | undefined {
+  const answer = answerFor(code);
+  return answer === undefined ? undefined : passThroughStatuses.get(answer);
+}
+
 /** The answer to a failure of the store, or null when it is the service's own fault (a 500). */
 export function databaseErrorToApiError(error: unknown, body: unknown = null): ApiError | null {
   if (error instanceof StoreBusyError) return apiError('DATABASE_BUSY', error.waitedMs);
   if (error instanceof StoreUnavailableError) return apiError('DATABASE_UNAVAILABLE');
   if (!isDatabaseError(error)) return null;
-  const answer = SQLSTATE_ANSWERS[error.code] ?? SQLSTATE_ANSWERS[error.code.slice(0, 3)] ?? SQLSTATE_ANSWERS[error.code.slice(0, 2)];
+  const answer = answerFor(error.code);
   return answer ? answer(error, body) : null;
 }

@@ -1,16 +1,21 @@
 /**
- * JSON schemas read off the write shapes (src/resources/write-shapes.ts), wrapped as TypeBox
- * schemas whose static type is the shape's own, so a route's body is typed by the schema that
- * describes it (through @fastify/type-provider-typebox).
+ * JSON Schemas (2020-12, the dialect of OpenAPI 3.1) read off the write shapes
+ * (src/resources/write-shapes.ts): the rows of the batch writes in the OpenAPI description
+ * (src/http/openapi/components.ts), and the operator API's cohort body, which Fastify validates.
  */
+import type { OpenAPIV3_1 } from 'openapi-types';
 import { type TUnsafe, Type } from 'typebox';
-import { LIMITS } from '../limits.ts';
 import { NO_CONTROL_CHARACTERS_PATTERN } from '../resources/text.ts';
-import {
-  COHORT_SHAPE, type CreateValues, type FieldKind, WRITE_SHAPES, type WritableResource, type WriteField, type WriteShape,
-} from '../resources/write-shapes.ts';
+import { COHORT_SHAPE, type CreateValues, type FieldKind, type WriteField, type WriteShape } from '../resources/write-shapes.ts';
 
-type JsonSchema = Record<string, unknown>;
+export type JsonSchema = OpenAPIV3_1.SchemaObject;
+
+/** The schema that also takes null: null joins the type list, and an enumeration's values. */
+export function orNull(schema: JsonSchema): JsonSchema {
+  if (schema.type === undefined) return schema;
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  return { ...schema, type: [...types, 'null'], ...(schema.enum ? { enum: [...schema.enum, null] } : {}) };
+}
 
 const singleLine = (field: WriteField): JsonSchema => ({ type: 'string', maxLength: field.maxLength, pattern: NO_CONTROL_CHARACTERS_PATTERN });
 
@@ -22,48 +27,47 @@ const KIND_SCHEMAS: Record<FieldKind, (field: WriteField) => JsonSchema> = {
   date: () => ({ type: 'string', format: 'date' }),
   boolean: () => ({ type: 'boolean' }),
   integer: () => ({ type: 'integer' }),
-  enum: (field) => ({ type: 'string', enum: field.values }),
+  enum: (field) => ({ type: 'string', enum: [...field.values ?? []] }),
   'text[]': (field) => ({ type: 'array', items: singleLine(field) }),
 };
 
-/** One field; a nullable one in OpenAPI 3.0's form, with null among an enumeration's values. */
 export function fieldSchema(field: WriteField): JsonSchema {
   const schema = KIND_SCHEMAS[field.kind](field);
-  const nullable = field.nullable ? { nullable: true, ...(field.values ? { enum: [...field.values, null] } : {}) } : {};
-  return { ...schema, ...nullable, ...(field.description ? { description: field.description } : {}) };
+  return { ...(field.nullable ? orNull(schema) : schema), ...(field.description ? { description: field.description } : {}) };
 }
 
 const fieldSchemas = (shape: WriteShape) =>
   Object.fromEntries(Object.entries(shape.fields).map(([name, field]) => [name, fieldSchema(field)]));
 
-/** A partner's batch row as documented: only the key is required in every mode. */
-export function rowSchema(shape: WriteShape): JsonSchema {
-  return {
-    type: 'object',
-    required: [shape.key],
-    properties: fieldSchemas(shape),
-    additionalProperties: true,
-    description: 'Other keys are not saved and are listed in dropped_fields.',
-  };
-}
+/** What a row must carry: every field a create needs, or for a patch the key alone. */
+export type RowRequirement = 'create' | 'patch';
 
 /**
- * The body of a batch write. Its rows are typed unknown: the route does not validate the body,
- * because each row is checked on its own into a per-row outcome, and batchRows checks the
- * envelope; the schema still documents each row with its shape.
+ * A partner's batch row. Other keys are accepted, not saved, and listed in `dropped_fields`:
+ * JSON Schema admits them while `additionalProperties` is unset, and leaving it unset keeps
+ * generated clients from typing rows as open records, so a misspelt field does not compile.
  */
-export function batchBody(resource: WritableResource) {
-  const rows = Type.Array(Type.Unsafe<unknown>(rowSchema(WRITE_SHAPES[resource])), { maxItems: LIMITS.batchRows });
-  return Type.Object({ [resource]: rows });
+export function writeRowSchema(shape: WriteShape, requirement: RowRequirement): JsonSchema {
+  const required = requirement === 'patch'
+    ? [shape.key]
+    : Object.entries(shape.fields).filter(([, field]) => field.requiredOnCreate).map(([name]) => name);
+  return {
+    type: 'object',
+    required,
+    properties: fieldSchemas(shape),
+    description: `${requirement === 'patch' ? `Only \`${shape.key}\` is required; an omitted field is left as it is.` : 'Every field a create needs is required.'} `
+      + 'Keys the record does not hold are accepted, not saved, and listed in `dropped_fields` '
+      + '(`additionalProperties` is left unset, so JSON Schema admits them; typed clients still refuse a misspelt field).',
+  };
 }
 
 /** The operator API's cohort create: the university, the create fields, and the optional ones. */
 export function cohortCreateBody(): TUnsafe<{ university_id: string } & CreateValues<typeof COHORT_SHAPE>> {
-  const required = Object.entries(COHORT_SHAPE.fields).filter(([, field]) => field.requiredOnCreate).map(([name]) => name);
+  const { required = [], properties } = writeRowSchema(COHORT_SHAPE, 'create');
   return Type.Unsafe({
     type: 'object',
     required: ['university_id', ...required],
     additionalProperties: false,
-    properties: { university_id: { type: 'string', format: 'uuid' }, ...fieldSchemas(COHORT_SHAPE) },
+    properties: { university_id: { type: 'string', format: 'uuid' }, ...properties },
   });
 }

@@ -7,7 +7,9 @@ import { LIMITS } from '../limits.ts';
 import type { WritableResource } from '../resources/write-shapes.ts';
 
 export type WriteMode = 'put' | 'post' | 'patch';
-export type RowStatus = 'created' | 'updated' | 'unchanged' | 'rejected';
+/** A row's outcome; the response's `counts` has one counter each, in this order. */
+export const ROW_STATUSES = ['created', 'updated', 'unchanged', 'rejected'] as const;
+export type RowStatus = (typeof ROW_STATUSES)[number];
 
 /** Why a row was not written; `Code` is the resource's row-code union (src/writes/row-codes.ts). */
 export interface Rejection<Code extends string = string> {
@@ -29,7 +31,7 @@ export function batchRows(body: unknown, key: WritableResource): unknown[] {
 }
 
 export function countOutcomes(results: readonly { status: RowStatus }[]): Record<RowStatus, number> {
-  const counts: Record<RowStatus, number> = { created: 0, updated: 0, unchanged: 0, rejected: 0 };
+  const counts = Object.fromEntries(ROW_STATUSES.map((status) => [status, 0])) as Record<RowStatus, number>;
   for (const r of results) counts[r.status]++;
   return counts;
 }

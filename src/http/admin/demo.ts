@@ -6,7 +6,7 @@ import type { Database } from '../../db/database.ts';
 import { DEMO_MAX_STUDENTS, demoExists } from '../../db/demo-data.ts';
 import { loadDemo } from '../../domain/demo.ts';
 import { apiError } from '../../errors.ts';
-import { closedBody, hidden } from './schemas.ts';
+import { closedBody } from './schemas.ts';
 
 const demoOptions = closedBody({
   students: Type.Optional(Type.Integer({ minimum: 1, maximum: DEMO_MAX_STUDENTS })),
@@ -16,7 +16,7 @@ const demoOptions = closedBody({
 const demoBody = Type.Unsafe<Static<typeof demoOptions> | null>({ ...demoOptions, type: ['object', 'null'] });
 
 export const demoRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
-  app.post('/demo', { schema: { ...hidden, body: demoBody } }, async (request, reply) => {
+  app.post('/demo', { schema: { body: demoBody } }, async (request, reply) => {
     const input = request.body ?? {};
     const result = await db.asOperator(async (tx) => {
       if (await demoExists(tx, input.seed)) throw apiError('DEMO_EXISTS');

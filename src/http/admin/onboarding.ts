@@ -11,7 +11,7 @@ import {
 } from '../../domain/onboarding.ts';
 import { cohortCreateBody } from '../write-schemas.ts';
 import { recordSchema } from './records.ts';
-import { closedBody, email, hidden, name, nullable, optionalText, uuid } from './schemas.ts';
+import { closedBody, email, name, nullable, optionalText, uuid } from './schemas.ts';
 
 const consortiumBody = closedBody({ name });
 const universityBody = closedBody({
@@ -31,12 +31,12 @@ export const onboardingRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = asy
       return db.asOperator((tx) => create(tx, request.body));
     };
 
-  app.post('/consortia', { schema: { ...hidden, body: consortiumBody, response: { 201: recordSchema('consortia') } } }, creates(createConsortium));
-  app.post('/universities', { schema: { ...hidden, body: universityBody, response: { 201: recordSchema('universities') } } }, creates(createUniversity));
-  app.post('/campuses', { schema: { ...hidden, body: campusBody, response: { 201: recordSchema('campuses') } } }, creates(createCampus));
+  app.post('/consortia', { schema: { body: consortiumBody, response: { 201: recordSchema('consortia') } } }, creates(createConsortium));
+  app.post('/universities', { schema: { body: universityBody, response: { 201: recordSchema('universities') } } }, creates(createUniversity));
+  app.post('/campuses', { schema: { body: campusBody, response: { 201: recordSchema('campuses') } } }, creates(createCampus));
   app.post('/resume-templates', {
-    schema: { ...hidden, body: resumeTemplateBody, response: { 201: recordSchema('resume-templates') } },
+    schema: { body: resumeTemplateBody, response: { 201: recordSchema('resume-templates') } },
   }, creates(createResumeTemplate));
-  app.post('/accounts', { schema: { ...hidden, body: accountBody, response: { 201: recordSchema('accounts') } } }, creates(createAccount));
-  app.post('/cohorts', { schema: { ...hidden, body: cohortCreateBody() } }, creates(createCohortInApp));
+  app.post('/accounts', { schema: { body: accountBody, response: { 201: recordSchema('accounts') } } }, creates(createAccount));
+  app.post('/cohorts', { schema: { body: cohortCreateBody() } }, creates(createCohortInApp));
 };

@@ -13,7 +13,7 @@ import {
 import { apiError } from '../../errors.ts';
 import { LIMITS, OPERATOR_DEFAULTS } from '../../limits.ts';
 import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH } from '../../resources/text.ts';
-import { hidden, idParams, nullable, uuid } from './schemas.ts';
+import { idParams, nullable, uuid } from './schemas.ts';
 
 const text = Type.String();
 const nullableText = nullable(text);
@@ -135,7 +135,7 @@ function registerCollection(app: OperatorApp, db: Database, collection: Operator
   const path = `${app.prefix}/${collection}`;
 
   app.get(`/${collection}`, {
-    schema: { ...hidden, querystring, response: { 200: pageSchema(collection) } },
+    schema: { querystring, response: { 200: pageSchema(collection) } },
     preValidation: refuseUnknownParameters(new Set(Object.keys(querystring.properties))),
   }, async (request) => {
     const query = request.query as PageQuery;
@@ -146,7 +146,7 @@ function registerCollection(app: OperatorApp, db: Database, collection: Operator
     return { items: page.items, next_cursor: page.nextCursor, next };
   });
 
-  app.get(`/${collection}/:id`, { schema: { ...hidden, params: idParams, response: { 200: recordSchema(collection) } } }, async (request) => {
+  app.get(`/${collection}/:id`, { schema: { params: idParams, response: { 200: recordSchema(collection) } } }, async (request) => {
     const record = await db.asOperator((tx) => getRecord(tx, collection, request.params.id));
     if (!record) throw apiError('NOT_FOUND', `No ${noun} has that id.`);
     return record;

@@ -21,6 +21,3 @@ export const idParams = Type.Object({ id: uuid });
 /** A body that names every field it accepts. */
 export const closedBody = <P extends TProperties>(properties: P) =>
   Type.Object(properties, { additionalProperties: false });
-
-/** Operator routes stay out of the partners' OpenAPI description. */
-export const hidden = { hide: true } as const;

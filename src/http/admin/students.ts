@@ -6,33 +6,33 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../db/database.ts';
 import { alumniHistory, eraseStudent, setGraduationDateInApp, signIn, verifyEmail } from '../../domain/student-events.ts';
-import { closedBody, date, email, hidden, idParams, nullable } from './schemas.ts';
+import { closedBody, date, email, idParams, nullable } from './schemas.ts';
 
 const graduationDateBody = closedBody({ graduation_date: nullable(date) });
 const verifiedEmailBody = closedBody({ email });
 
 export const studentRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
-  app.post('/students/:id/sign-in', { schema: { ...hidden, params: idParams } }, async (request) => {
+  app.post('/students/:id/sign-in', { schema: { params: idParams } }, async (request) => {
     await signIn(db, request.params.id);
     return alumniHistory(db, request.params.id);
   });
 
   app.post('/students/:id/graduation-date', {
-    schema: { ...hidden, params: idParams, body: graduationDateBody },
+    schema: { params: idParams, body: graduationDateBody },
   }, async (request) => {
     await setGraduationDateInApp(db, request.params.id, request.body.graduation_date);
     return alumniHistory(db, request.params.id);
   });
 
   app.post('/students/:id/verify-email', {
-    schema: { ...hidden, params: idParams, body: verifiedEmailBody },
+    schema: { params: idParams, body: verifiedEmailBody },
   }, async (request) => verifyEmail(db, request.params.id, request.body.email));
 
-  app.delete('/students/:id', { schema: { ...hidden, params: idParams } }, async (request, reply) => {
+  app.delete('/students/:id', { schema: { params: idParams } }, async (request, reply) => {
     await eraseStudent(db, request.params.id);
     return reply.code(204).send();
   });
 
-  app.get('/students/:id/alumni-history', { schema: { ...hidden, params: idParams } }, async (request) =>
+  app.get('/students/:id/alumni-history', { schema: { params: idParams } }, async (request) =>
     alumniHistory(db, request.params.id));
 };

@@ -8,7 +8,7 @@ import { type TokenAuthenticator, issueToken, revokeToken, rotateToken } from '.
 import { apiError } from '../../errors.ts';
 import { LIMITS, OPERATOR_DEFAULTS } from '../../limits.ts';
 import { recordSchema } from './records.ts';
-import { closedBody, hidden, idParams, optionalText, uuid } from './schemas.ts';
+import { closedBody, idParams, optionalText, uuid } from './schemas.ts';
 
 const expiresAt = Type.Optional(Type.String({ format: 'date-time' }));
 
@@ -42,7 +42,7 @@ function requireFuture(expires: string | undefined): void {
 }
 
 export const tokenRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: TokenAuthenticator }> = async (app, { db, tokens }) => {
-  app.post('/tokens', { schema: { ...hidden, body: tokenBody, response: { 201: issuedToken } } }, async (request, reply) => {
+  app.post('/tokens', { schema: { body: tokenBody, response: { 201: issuedToken } } }, async (request, reply) => {
     const input = request.body;
     if (input.consortium_id && input.can_write) {
       throw apiError('INVALID_BODY', 'Consortium tokens are read only: can_write must be false.');
@@ -56,7 +56,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: Toke
   });
 
   app.post('/tokens/:id/rotate', {
-    schema: { ...hidden, params: idParams, body: rotateBody, response: { 201: issuedToken } },
+    schema: { params: idParams, body: rotateBody, response: { 201: issuedToken } },
   }, async (request, reply) => {
     const { grace_seconds: graceSeconds = OPERATOR_DEFAULTS.rotationGraceSeconds, expires_at: expires } = request.body ?? {};
     requireFuture(expires);
@@ -68,7 +68,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: Toke
     return issued;
   });
 
-  app.delete('/tokens/:id', { schema: { ...hidden, params: idParams } }, async (request, reply) => {
+  app.delete('/tokens/:id', { schema: { params: idParams } }, async (request, reply) => {
     const { id } = request.params;
     const revoked = await db.asOperator((tx) => revokeToken(tx, id));
     if (!revoked) throw apiError('NOT_FOUND', 'No active token has that id.');

@@ -1,0 +1,90 @@
+/**
+ * The partners' OpenAPI 3.1 description, built by a pure function from the operation table
+ * (src/http/openapi/operations.ts) and the components (src/http/openapi/components.ts), and
+ * served at GET /v1/openapi.json. The operator API is not in it.
+ */
+import swagger from '@fastify/swagger';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
+import { resources } from '../../resources/registry.ts';
+import { HEADERS, PARAMETERS, REFUSED_REQUEST, SCHEMAS, SECURITY_SCHEMES, UNEXPECTED_ERROR, errorResponse, errorResponseName } from './components.ts';
+import { type DocumentedOperation, OPERATIONS, OTHER_TAGS, PARTNER_PREFIX } from './operations.ts';
+
+const INFO: OpenAPIV3_1.InfoObject = {
+  title: 'Partner data service',
+  version: '1.0.0',
+  description: 'Career-services data for universities\' partners. Reads use the PostgREST query language on every list '
+    + 'endpoint; writes push cohorts and students in batches, with one outcome per row. Every error has the body '
+    + '`{code, message, details, hint}`.',
+  contact: { name: 'Partner support: the operator that issued your token' },
+  license: { name: 'Proprietary: use under your data-sharing agreement with the operator', identifier: 'LicenseRef-Proprietary' },
+};
+
+/** The probes are served at the root, beside the partner API rather than under it. */
+const ROOT_SERVER: OpenAPIV3_1.ServerObject = { url: '/', description: 'The service root.' };
+
+const responseRef = (name: string): OpenAPIV3_1.ReferenceObject => ({ $ref: `#/components/responses/${name}` });
+
+/**
+ * A path item of 3.1 operations: openapi-types' own PathItemObject also demands 3.0 operations
+ * of it, which 3.1 schemas are not.
+ */
+type PathItem = { servers?: OpenAPIV3_1.ServerObject[] } & Partial<Record<DocumentedOperation['method'], OpenAPIV3_1.OperationObject>>;
+
+export type OpenApiDocument = Omit<OpenAPIV3_1.Document, 'paths'> & { paths: Record<string, PathItem> };
+
+export function buildOpenApiDocument(): OpenApiDocument {
+  const paths: Record<string, PathItem> = {};
+  const errorStatuses = new Set<number>();
+  for (const { method, url, errors, operation } of OPERATIONS) {
+    const partner = url.startsWith(`${PARTNER_PREFIX}/`);
+    const path = partner ? url.slice(PARTNER_PREFIX.length) : url;
+    for (const status of errors) errorStatuses.add(status);
+    const item = paths[path] ?? (paths[path] = partner ? {} : { servers: [ROOT_SERVER] });
+    item[method] = {
+      ...operation,
+      responses: {
+        ...operation.responses,
+        ...Object.fromEntries(errors.map((status) => [status, responseRef(errorResponseName(status))])),
+        '4XX': responseRef('RefusedRequest'),
+        default: responseRef('UnexpectedError'),
+      },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: INFO,
+    servers: [{ url: PARTNER_PREFIX, description: 'The partner API, on the host that serves this description.' }],
+    security: [{ bearer: [] }],
+    tags: [
+      ...resources.map((resource) => ({ name: resource.name, description: resource.description })),
+      ...Object.entries(OTHER_TAGS).map(([name, description]) => ({ name, description })),
+    ],
+    paths,
+    components: {
+      schemas: { ...SCHEMAS },
+      parameters: PARAMETERS,
+      headers: HEADERS,
+      responses: {
+        ...Object.fromEntries([...errorStatuses].sort((a, b) => a - b).map((status) => [errorResponseName(status), errorResponse(status)])),
+        RefusedRequest: REFUSED_REQUEST,
+        UnexpectedError: UNEXPECTED_ERROR,
+      },
+      securitySchemes: SECURITY_SCHEMES,
+    },
+  };
+}
+
+/**
+ * Makes the description `app.swagger()`, the hook renderers of it (a reference page) read.
+ * @fastify/swagger's static mode serves the document as given; its types predate 3.1 documents.
+ */
+export const openApi = fp(async (app: FastifyInstance) => {
+  await app.register(swagger, { mode: 'static', specification: { document: buildOpenApiDocument() as unknown as OpenAPIV3.Document } });
+}, { name: 'openapi' });
+
+/** GET /openapi.json under the prefix it is registered with; needs no token. */
+export async function openApiDocument(app: FastifyInstance): Promise<void> {
+  app.get('/openapi.json', async () => app.swagger());
+}

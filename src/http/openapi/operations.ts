@@ -1,0 +1,188 @@
+/**
+ * Every operation of the partners' OpenAPI description, in one table: the URL its route serves,
+ * the method, the statuses it answers with the error body, and its documentation. A route added
+ * under /v1 adds its entry here; test/openapi.test.ts fails while a route and the table disagree.
+ */
+import type { OpenAPIV3_1 } from 'openapi-types';
+import { LIMITS } from '../../limits.ts';
+import { SINGULAR_MEDIA_TYPE } from '../../query/media-types.ts';
+import { type Resource, resources, resourcesByName } from '../../resources/registry.ts';
+import { WRITABLE_RESOURCES, type WritableResource } from '../../resources/write-shapes.ts';
+import type { WriteMode } from '../../writes/batch.ts';
+import { ME_PATH } from '../me.ts';
+import type { JsonSchema, RowRequirement } from '../write-schemas.ts';
+import {
+  type ParameterName, RATE_LIMIT_HEADERS, filterParameter, headerRefs, parameterRef, resourceTitle, rowSchemaName, schemaRef, writeSchemaNames,
+} from './components.ts';
+
+/** The partner API's path prefix: the description's server. */
+export const PARTNER_PREFIX = '/v1';
+
+/** The tags of the operations that are not about a resource (each resource is a tag of its own). */
+export const OTHER_TAGS = {
+  token: 'The calling token.',
+  service: 'The service itself: its probes and this description.',
+} as const;
+
+export interface DocumentedOperation {
+  readonly method: 'get' | 'put' | 'post' | 'patch';
+  /** The URL the route is served at. */
+  readonly url: string;
+  /** The statuses it answers with the error body; any other error is the `default` response. */
+  readonly errors: readonly number[];
+  readonly operation: OpenAPIV3_1.OperationObject & {
+    operationId: string;
+    tags: [resource: string] | [keyof typeof OTHER_TAGS];
+    responses: OpenAPIV3_1.ResponsesObject;
+  };
+}
+
+const READ_PARAMETERS: readonly ParameterName[] = ['select', 'order', 'limit', 'offset', 'or', 'and', 'not.or', 'not.and', 'Range', 'Prefer'];
+
+function readOperation(resource: Resource): DocumentedOperation {
+  const row = schemaRef(rowSchemaName(resource));
+  const page = (description: string): OpenAPIV3_1.ResponseObject => ({
+    description,
+    headers: headerRefs(['Content-Range', ...RATE_LIMIT_HEADERS]),
+    content: {
+      'application/json': { schema: { type: 'array', items: row } },
+      [SINGULAR_MEDIA_TYPE]: { schema: row },
+      'text/csv': { schema: { type: 'string', description: 'RFC 4180 CSV: a header row naming the selected columns, then a line per row.' } },
+    },
+  });
+  return {
+    method: 'get',
+    url: `${PARTNER_PREFIX}/${resource.name}`,
+    errors: [400, 401, 404, 406, 414, 416, 429, 503],
+    operation: {
+      operationId: `list${resourceTitle(resource)}`,
+      tags: [resource.name],
+      summary: `List ${resource.name.replaceAll('_', ' ')}`,
+      description: `${resource.description}\n\nPostgREST's query language: a filter parameter per column, \`or\`/\`and\` trees, `
+        + '`select`, `order`, `limit`/`offset` or the `Range` header, and `Prefer: count`. '
+        + `\`Accept: ${SINGULAR_MEDIA_TYPE}\` answers the one matching row as an object (406 \`PGRST116\` unless exactly one matches), `
+        + '`Accept: text/csv` answers CSV, and an Accept naming none of these nor JSON is refused 406 `PGRST107`. '
+        + '`HEAD` answers the same status and headers without a body.',
+      parameters: [...READ_PARAMETERS.map(parameterRef), ...resource.columns.map(filterParameter)],
+      responses: {
+        200: page('The rows, a bare JSON array.'),
+        206: page('Part of a total counted with `Prefer: count`: Content-Range says which rows of how many.'),
+      },
+    },
+  };
+}
+
+interface WriteMethod {
+  readonly method: 'put' | 'post' | 'patch';
+  readonly verb: 'upsert' | 'create' | 'update';
+  readonly requirement: RowRequirement;
+  readonly meaning: string;
+}
+
+const WRITE_METHODS: Record<WriteMode, WriteMethod> = {
+  put: {
+    method: 'put', verb: 'upsert', requirement: 'create',
+    meaning: 'Upsert: creates what is missing and updates what changed; safe to replay. Every row carries the fields a create needs, even one that matches.',
+  },
+  post: { method: 'post', verb: 'create', requirement: 'create', meaning: 'Create only: a row matching an existing record is rejected `ALREADY_EXISTS`.' },
+  patch: {
+    method: 'patch', verb: 'update', requirement: 'patch',
+    meaning: 'Update only, never creates: a row matching nothing is rejected `NOT_FOUND`. An omitted field is left alone; null clears an optional one.',
+  },
+};
+
+function writeOperation(resource: WritableResource, { method, verb, requirement, meaning }: WriteMethod): DocumentedOperation {
+  const names = writeSchemaNames(resource);
+  return {
+    method,
+    url: `${PARTNER_PREFIX}/${resource}`,
+    errors: [400, 401, 403, 413, 415, 429, 503],
+    operation: {
+      operationId: `${verb}${resourceTitle(resourcesByName.get(resource)!)}`,
+      tags: [resource],
+      summary: `${verb[0].toUpperCase()}${verb.slice(1)} ${resource}`,
+      description: `${meaning}\n\nAt most ${LIMITS.batchRows} rows per request (over it: 413 \`BATCH_TOO_LARGE\`, nothing written). `
+        + 'HTTP 200 means the batch was processed, not that every row was written: read `results`.',
+      requestBody: { required: true, content: { 'application/json': { schema: schemaRef(names.batch(requirement)) } } },
+      responses: {
+        200: {
+          description: 'The batch was processed; each row has its outcome in `results`, in the order sent.',
+          headers: headerRefs(RATE_LIMIT_HEADERS),
+          content: { 'application/json': { schema: schemaRef(names.result) } },
+        },
+      },
+    },
+  };
+}
+
+const ME_OPERATION: DocumentedOperation = {
+  method: 'get',
+  url: `${PARTNER_PREFIX}/${ME_PATH}`,
+  errors: [401, 429, 503],
+  operation: {
+    operationId: 'getMe',
+    tags: ['token'],
+    summary: 'The calling token: scope, write permission, expiry and limits',
+    description: 'What the bearer token is: its scope with the universities it covers, whether it can write, when it expires, '
+      + 'and the limits that apply to it. Never the token itself. Counts against the read rate limit.',
+    responses: {
+      200: {
+        description: 'The calling token.',
+        headers: headerRefs(RATE_LIMIT_HEADERS),
+        content: { 'application/json': { schema: schemaRef('Me') } },
+      },
+    },
+  },
+};
+
+const statusBody = (status: string): JsonSchema => ({ type: 'object', required: ['status'], properties: { status: { const: status } } });
+
+/** The probes (served at the root, without a token) and this description. */
+const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
+  {
+    method: 'get',
+    url: '/healthz',
+    errors: [],
+    operation: {
+      operationId: 'getLiveness',
+      tags: ['service'],
+      summary: 'Liveness probe',
+      description: 'The process answers; the store is not consulted. Served at the root, not under /v1, and needs no token.',
+      security: [],
+      responses: { 200: { description: 'Alive.', content: { 'application/json': { schema: statusBody('ok') } } } },
+    },
+  },
+  {
+    method: 'get',
+    url: '/readyz',
+    errors: [503],
+    operation: {
+      operationId: 'getReadiness',
+      tags: ['service'],
+      summary: 'Readiness probe',
+      description: 'The store answers in time and is migrated. Served at the root, not under /v1, and needs no token.',
+      security: [],
+      responses: { 200: { description: 'Ready to serve.', content: { 'application/json': { schema: statusBody('ready') } } } },
+    },
+  },
+  {
+    method: 'get',
+    url: `${PARTNER_PREFIX}/openapi.json`,
+    errors: [],
+    operation: {
+      operationId: 'getOpenApiDescription',
+      tags: ['service'],
+      summary: 'This OpenAPI description',
+      description: 'Needs no token.',
+      security: [],
+      responses: { 200: { description: 'The OpenAPI 3.1 description of the partner API.', content: { 'application/json': { schema: { type: 'object' } } } } },
+    },
+  },
+];
+
+export const OPERATIONS: readonly DocumentedOperation[] = [
+  ...resources.map(readOperation),
+  ...WRITABLE_RESOURCES.flatMap((resource) => Object.values(WRITE_METHODS).map((method) => writeOperation(resource, method))),
+  ME_OPERATION,
+  ...SERVICE_OPERATIONS,
+];

@@ -1,0 +1,172 @@
+/**
+ * Real responses against the served OpenAPI description (test/support/openapi.ts): full rows of
+ * every resource strictly, a narrowed select with `required` waived, every write outcome
+ * (rejected rows sent without their key included), and error bodies with their statuses and
+ * headers, each validated by Ajv against the schema the description gives that response.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { SINGULAR_MEDIA_TYPE } from '../src/query/media-types.ts';
+import { resources } from '../src/resources/registry.ts';
+import type { DemoUniversity } from '../src/domain/demo.ts';
+import { Harness, type Response, backends } from './support/harness.ts';
+import { DescriptionValidator } from './support/openapi.ts';
+
+for (const backend of backends()) {
+  describe(`responses match the OpenAPI description on ${backend}`, () => {
+    let h: Harness;
+    let v: DescriptionValidator;
+    let north: DemoUniversity;
+
+    before(async () => {
+      h = await Harness.start(backend, { demoStudents: 20 });
+      v = new DescriptionValidator((await h.get('/v1/openapi.json', null)).json);
+      north = h.demo!.universities[0];
+    });
+    after(() => h.close());
+
+    const assertMatches = (method: string, url: string, res: Response, mediaType = 'application/json') => {
+      const path = url.split('?')[0];
+      assert.deepEqual(v.bodyProblems(method, path, res.status, res.json, mediaType), [], `${method} ${url} ${res.status}: ${res.body.slice(0, 300)}`);
+      assert.deepEqual(v.headerProblems(method, path, res.status, res.headers), [], `${method} ${url} ${res.status} headers`);
+    };
+
+    const write = (method: 'PUT' | 'POST' | 'PATCH', resource: string, rows: unknown[], token = north.write_token) => h.request({
+      method, url: `/v1/${resource}`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: { [resource]: rows },
+    });
+
+    test('full rows of every resource match strictly: every column present, typed, nothing undocumented', async () => {
+      for (const resource of resources) {
+        const url = `/v1/${resource.name}?limit=5`;
+        const res = await h.get(url, north.read_token);
+        assert.equal(res.status, 200, resource.name);
+        assert.ok(res.json.length > 0, `${resource.name} has demo rows to check`);
+        assertMatches('GET', url, res);
+      }
+    });
+
+    test('a narrowed select matches the columns it names, and only because required is waived for it', async () => {
+      const url = '/v1/students?select=id,email,graduation_date&limit=3';
+      const res = await h.get(url, north.read_token);
+      assert.equal(res.status, 200);
+      for (const row of res.json) {
+        assert.deepEqual(Object.keys(row), ['id', 'email', 'graduation_date']);
+        assert.deepEqual(v.schemaProblems('Student', row, { partial: true }), []);
+      }
+      assert.notDeepEqual(v.bodyProblems('GET', '/v1/students', 200, res.json), [], 'a full-row check refuses a narrowed row');
+    });
+
+    test('a single object and a counted partial page match', async () => {
+      const [cohort] = (await h.get('/v1/cohorts?limit=1', north.read_token)).json;
+      const single = await h.get(`/v1/cohorts?id=eq.${cohort.id}`, north.read_token, { accept: SINGULAR_MEDIA_TYPE });
+      assert.equal(single.status, 200);
+      assert.equal(single.json.id, cohort.id);
+      assertMatches('GET', '/v1/cohorts', single, SINGULAR_MEDIA_TYPE);
+      const partial = await h.get('/v1/students?limit=2', north.read_token, { prefer: 'count=exact' });
+      assert.equal(partial.status, 206);
+      assert.match(String(partial.headers['content-range']), /^0-1\/\d+$/);
+      assertMatches('GET', '/v1/students', partial);
+    });
+
+    test('every student write outcome matches, rejected rows sent without an email included', async () => {
+      const [{ name: cohort }] = await h.sql<{ name: string }>('select name from cohorts where university_id = $1 order by name limit 1', [north.id]);
+      const student = (email: string) => ({ email, first_name: 'Ada', last_name: 'Lovelace', cohort_name: cohort, is_alumni: false });
+      const responses = [
+        await write('PUT', 'students', [
+          student('ada.openapi@example.edu'), student('byron.openapi@example.edu'), { ...student('typo.openapi@example.edu'), frist_name: 'Ada' },
+          { first_name: 'No', last_name: 'Address', cohort_name: cohort, is_alumni: false }, 'not an object',
+        ]),
+        await write('PUT', 'students', [student('ada.openapi@example.edu'), { ...student('byron.openapi@example.edu'), last_name: 'Byron' }]),
+        await write('POST', 'students', [student('ada.openapi@example.edu')]),
+        await write('PATCH', 'students', [{ first_name: 'Nobody' }, { email: 'nobody.openapi@example.edu', first_name: 'Nobody' }]),
+      ];
+      const methods = ['PUT', 'PUT', 'POST', 'PATCH'];
+      responses.forEach((res, i) => {
+        assert.equal(res.status, 200, res.body);
+        assertMatches(methods[i], '/v1/students', res);
+      });
+      const results = responses.flatMap((res) => res.json.results);
+      assert.deepEqual(new Set(results.map((r) => r.status)), new Set(['created', 'updated', 'unchanged', 'rejected']));
+      assert.deepEqual(results.filter((r) => r.email === null).map((r) => r.code), ['INVALID_EMAIL', 'INVALID_FIELD', 'INVALID_EMAIL']);
+      assert.deepEqual(new Set(results.map((r) => r.code).filter(Boolean)), new Set(['INVALID_EMAIL', 'INVALID_FIELD', 'ALREADY_EXISTS', 'NOT_FOUND']));
+      assert.deepEqual(responses[0].json.dropped_fields, ['frist_name']);
+    });
+
+    test('every cohort write outcome matches, rejected rows sent without a name included', async () => {
+      const cohort = (name: string) => ({
+        name, display_name: name, program: 'Computing', degree: 'BSc', start_date: '2025-09-01', end_date: '2028-06-30', intake_year: 2025, intake_term: 'Fall',
+      });
+      const responses = [
+        await write('PUT', 'cohorts', [cohort('OpenAPI A'), cohort('OpenAPI B'), { ...cohort('OpenAPI C'), intake_term: 'Monsoon' }, { display_name: 'No name' }]),
+        await write('PUT', 'cohorts', [cohort('OpenAPI A'), { ...cohort('OpenAPI B'), program: 'Mathematics' }]),
+        await write('POST', 'cohorts', [cohort('OpenAPI A')]),
+        await write('PATCH', 'cohorts', [{ name: 'OpenAPI Z', program: 'History' }, { program: 'History' }]),
+      ];
+      const methods = ['PUT', 'PUT', 'POST', 'PATCH'];
+      responses.forEach((res, i) => {
+        assert.equal(res.status, 200, res.body);
+        assertMatches(methods[i], '/v1/cohorts', res);
+      });
+      const results = responses.flatMap((res) => res.json.results);
+      assert.deepEqual(new Set(results.map((r) => r.status)), new Set(['created', 'updated', 'unchanged', 'rejected']));
+      assert.deepEqual(results.filter((r) => r.name === null).map((r) => r.code), ['INVALID_NAME', 'INVALID_NAME']);
+      assert.deepEqual(new Set(results.map((r) => r.code).filter(Boolean)), new Set(['INVALID_FIELD', 'INVALID_NAME', 'ALREADY_EXISTS', 'NOT_FOUND']));
+    });
+
+    test('error bodies match the responses documented for their statuses, headers included', async () => {
+      const read = { authorization: `Bearer ${north.read_token}` };
+      const writeJson = { authorization: `Bearer ${north.write_token}`, 'content-type': 'application/json' };
+      const cases: [method: 'GET' | 'PUT', url: string, headers: Record<string, string>, payload: string | undefined, status: number, code: string][] = [
+        ['GET', '/v1/students?limit=x', read, undefined, 400, 'PGRST100'],
+        ['GET', '/v1/students?nickname=eq.x', read, undefined, 400, '42703'],
+        ['GET', '/v1/students?id=eq.not-a-uuid', read, undefined, 400, '22P02'],
+        ['GET', '/v1/students?id=like.1*', read, undefined, 404, '42883'],
+        ['GET', '/v1/students', {}, undefined, 401, 'UNAUTHORIZED'],
+        ['GET', '/v1/students?limit=2', { ...read, accept: SINGULAR_MEDIA_TYPE }, undefined, 406, 'PGRST116'],
+        ['GET', `/v1/students?email=in.(${'x'.repeat(20_000)})`, read, undefined, 414, 'URI_TOO_LONG'],
+        ['GET', '/v1/students?offset=100000', { ...read, prefer: 'count=exact' }, undefined, 416, 'PGRST103'],
+        ['PUT', '/v1/students', { ...writeJson, authorization: `Bearer ${north.read_token}` }, '{"students":[]}', 403, 'WRITE_NOT_ENABLED'],
+        ['PUT', '/v1/students', writeJson, '{"rows":[]}', 400, 'INVALID_BODY'],
+        ['PUT', '/v1/students', writeJson, JSON.stringify({ students: Array.from({ length: 501 }, () => ({})) }), 413, 'BATCH_TOO_LARGE'],
+        ['PUT', '/v1/students', { ...writeJson, 'content-type': 'text/plain' }, 'students', 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ];
+      for (const [method, url, headers, payload, status, code] of cases) {
+        const res = await h.request({ method, url, headers, payload });
+        assert.equal(res.status, status, `${method} ${url.slice(0, 60)}: ${res.body.slice(0, 200)}`);
+        assert.equal(res.json.code, code);
+        assertMatches(method, url, res);
+      }
+    });
+
+    test('the calling token, the probes and the description itself match', async () => {
+      for (const [url, token] of [['/v1/me', north.read_token], ['/healthz', null], ['/readyz', null], ['/v1/openapi.json', null]] as const) {
+        const res = await h.get(url, token);
+        assert.equal(res.status, 200, url);
+        assertMatches('GET', url, res);
+      }
+    });
+  });
+}
+
+describe('a rate-limited response matches the OpenAPI description', () => {
+  let h: Harness;
+  before(async () => {
+    h = await Harness.start('pglite', { demoStudents: 5, settings: { readLimitPerMin: 1 } });
+  });
+  after(() => h.close());
+
+  test('429 carries the error body, Retry-After and the RateLimit headers as documented', async () => {
+    const v = new DescriptionValidator((await h.get('/v1/openapi.json', null)).json);
+    const token = h.demo!.universities[0].read_token;
+    const first = await h.get('/v1/campuses', token);
+    assert.equal(first.status, 200);
+    assert.deepEqual(v.headerProblems('GET', '/v1/campuses', 200, first.headers), []);
+    const limited = await h.get('/v1/campuses', token);
+    assert.equal(limited.status, 429);
+    assert.deepEqual(v.bodyProblems('GET', '/v1/campuses', 429, limited.json), []);
+    assert.deepEqual(v.headerProblems('GET', '/v1/campuses', 429, limited.headers), []);
+    const documented = Object.keys(v.response('GET', '/v1/campuses', 429).response.headers).map((name) => name.toLowerCase()).sort();
+    assert.deepEqual(documented, ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after']);
+    for (const name of documented) assert.ok(limited.headers[name] !== undefined, name);
+  });
+});
