@@ -52,6 +52,7 @@ function readSchema(resource: Resource) {
       206: { description: 'A partial page; Content-Range carries the total.', type: 'array', items: rowSchema(resource) },
       400: errorResponse('Query-language error (PGRST100 parse error, 42703 unknown column, 22P02 bad value, PATTERN_TOO_COMPLEX, …).'),
       401: errorResponse('Missing, unknown, revoked or expired token.'),
+      406: errorResponse('PGRST107: the Accept header names none of application/json, application/vnd.pgrst.object+json, text/csv; PGRST116: a single object was asked for and not exactly one row matches.'),
       416: errorResponse('Range not satisfiable (PGRST103).'),
       429: errorResponse('Rate limited; retry after the Retry-After seconds.'),
       503: errorResponse('Store unavailable or busy, or the statement timeout passed (DATABASE_UNAVAILABLE, DATABASE_BUSY, QUERY_TIMEOUT); retry after Retry-After.'),

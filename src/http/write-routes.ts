@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
+import { requireJsonAccept } from '../query/media-types.ts';
 import { WRITABLE_RESOURCES, type WritableResource } from '../resources/write-shapes.ts';
 import type { WriteMode } from '../writes/batch.ts';
 import { writeCohorts, writeStudents } from '../writes/batches.ts';
@@ -54,6 +55,7 @@ function writeSchema(resource: WritableResource, mode: WriteMode) {
       401: errorResponse('Missing, unknown, revoked or expired token.'),
       403: errorResponse('WRITE_NOT_ENABLED: a read token or a consortium token.'),
       413: errorResponse('BATCH_TOO_LARGE over 500 rows, or PAYLOAD_TOO_LARGE; nothing written.'),
+      406: errorResponse('PGRST107: the Accept header excludes application/json, the only type a write answers with.'),
       415: errorResponse('The body is not sent as application/json.'),
       429: errorResponse('Rate limited; retry after the Retry-After seconds.'),
     },
@@ -87,6 +89,7 @@ export function registerWriteRoutes(app: FastifyInstance, deps: { db: Database; 
         preHandler: deps.limits.write,
         handler: async (request, reply) => {
           requireJson(request);
+          requireJsonAccept(request.headers.accept);
           const principal = request.principal;
           const result = await WRITERS[resource](deps.db, principal.universityId!, mode, request.body);
           return reply.code(200).type('application/json; charset=utf-8').send(JSON.stringify(result));
