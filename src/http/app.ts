@@ -1,6 +1,6 @@
 /**
- * App assembly: each concern is its own plugin. The partner API under /v1 (bearer tokens, rate
- * limits, reads, writes), the operator API under /admin/v1, health, and the OpenAPI description.
+ * App assembly: each concern is its own plugin. The partner API under /v1 (CORS, bearer tokens,
+ * rate limits, reads, writes), the operator API under /admin/v1, health, and the OpenAPI description.
  */
 import { METHODS, type Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance } from 'fastify';
@@ -10,6 +10,7 @@ import type { Database } from '../db/database.ts';
 import { TokenAuthenticator } from '../domain/tokens.ts';
 import { operatorApi } from './admin/index.ts';
 import { partnerAuth } from './auth.ts';
+import { corsPolicy } from './cors.ts';
 import { edge, edgeOptions } from './edge.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
@@ -27,7 +28,7 @@ const CONNECTION_CHECK_INTERVAL_MS = 1_000;
 type EdgeSettings = Pick<Config, 'authFailureLimitPerMin' | 'requestTimeoutMs' | 'headersTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'>;
 
 export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMin' | 'writeLimitPerMin' | 'logLevel'>
-  & Partial<EdgeSettings & Pick<Config, 'readyTimeoutMs' | 'plannedCounts'>> & {
+  & Partial<EdgeSettings & Pick<Config, 'readyTimeoutMs' | 'plannedCounts' | 'corsOrigins'>> & {
   /** Where JSON log lines go; standard output when absent. */
   logStream?: { write(line: string): void };
 };
@@ -71,6 +72,8 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   const app = Fastify(serverOptions(settings));
   app.server.maxConnections = settings.maxConnections;
   routeEveryMethod(app);
+  // First, so that every answer below it carries the CORS headers.
+  await app.register(corsPolicy, { origins: settings.corsOrigins });
   await app.register(errorHandling);
   await app.register(edge);
   await app.register(openApi);
