@@ -1,47 +1,18 @@
 /**
  * CSV reads (Accept: text/csv): what PostgreSQL writes, read back by a real CSV parser
- * (csv-parse, CRLF records only), equals the JSON read of the same plan, value for value, on
- * hostile values; over HTTP, whole and streamed pages, counts, ranges, HEAD and empty pages.
+ * (test/support/csv.ts), equals the JSON read of the same plan, value for value, on hostile
+ * values; over HTTP, whole and streamed pages, counts, ranges, HEAD and empty pages.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { parse } from 'csv-parse/sync';
 import type { Scope } from '../src/db/database.ts';
 import type { ReadMediaType } from '../src/query/media-types.ts';
 import { planRead } from '../src/query/plan.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { buildPageStatement } from '../src/query/sql.ts';
 import { resourcesByName } from '../src/resources/registry.ts';
+import { assertCsvEqualsJson, parseCsv } from './support/csv.ts';
 import { Harness, backends } from './support/harness.ts';
-
-type Field = string | null;
-
-/**
- * RFC 4180 as the service writes it: records end in CRLF (a bare CR or LF inside a field must
- * be quoted, or the record count breaks), and an unquoted empty field is NULL, `""` the empty string.
- */
-function parseCsv(text: string): Field[][] {
-  return parse(text, {
-    record_delimiter: '\r\n',
-    cast: (value, context) => (value === '' && !context.quoting ? null : value),
-  }) as Field[][];
-}
-
-/** The CSV field the JSON value must come back as: strings raw, NULL empty, anything else its JSON. */
-function assertFieldMatches(field: Field, value: unknown, where: string): void {
-  if (value === null) assert.equal(field, null, where);
-  else if (typeof value === 'string') assert.equal(field, value, where);
-  else assert.deepEqual(JSON.parse(field!), value, where);
-}
-
-/** Every record of `csv` against the JSON rows: the header is the keys in select order. */
-function assertCsvEqualsJson(csv: string, rows: Record<string, unknown>[], keys: string[]): void {
-  assert.ok(csv.endsWith('\r\n'), 'every record ends with CRLF');
-  const [header, ...records] = parseCsv(csv);
-  assert.deepEqual(header, keys);
-  assert.equal(records.length, rows.length);
-  records.forEach((record, r) => keys.forEach((key, k) => assertFieldMatches(record[k], rows[r][key], `row ${r}, ${key}`)));
-}
 
 const HOSTILE_STUDENTS = [
   { first_name: 'Comma, Jr.', last_name: 'Say "hi", ""twice""', external_id: 'x,"y"', phone: '' },
