@@ -1,7 +1,8 @@
 /**
  * What a read answers over HTTP, from what was read: the status (200, or 206 for a partial page
  * of a counted total, or 416 for an offset past the total), Content-Range, Preference-Applied
- * and Content-Type (the negotiated media type). PostgREST's rules (docs/api.md, "Reading": Pages, Counts, One object, CSV).
+ * and Content-Type (the negotiated media type). PostgREST's rules (docs/api.md, "Reading":
+ * Pages, Counts, One object, Media types).
  */
 import { apiError } from '../errors.ts';
 import type { ReadResult } from '../query/execute.ts';
