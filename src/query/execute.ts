@@ -1,7 +1,8 @@
 /**
  * Runs a read plan in the caller's scope and returns what was read: the page's row count, the
  * total a count preference asked for, and the body as PostgreSQL wrote it in the plan's media
- * type (JSON or CSV), either whole or streamed from a cursor in batches. The HTTP answer (status, headers) is src/http/read-response.ts's.
+ * type (JSON or CSV), either whole or streamed from a cursor in batches. The HTTP answer
+ * (status, headers) is src/http/read-response.ts's.
  */
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
@@ -15,7 +16,7 @@ import {
   PAGE_CURSOR, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
 } from './sql.ts';
 
-/** Pages up to this many rows are built as one JSON text; larger ones are streamed. */
+/** Pages up to this many rows are built as one text; larger ones are streamed. */
 const BUFFERED_PAGE_MAX_ROWS = 1_000;
 /**
  * Rows fetched from the cursor at a time: few enough that little is in flight (10,000 résumés
