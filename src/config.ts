@@ -37,6 +37,19 @@ const text = (env: string, fallback: string, meaning: string): Setting<string> =
 const optional = (env: string, meaning: string): Setting<string | undefined> =>
   ({ env, meaning, shown: 'unset', read: (raw) => (given(raw) ? raw : undefined) });
 
+/** A comma-separated list of exact origins (`https://app.example`); each must be an origin and nothing more. */
+const origins = (env: string, meaning: string): Setting<string[] | undefined> => ({
+  env, meaning, shown: 'unset',
+  read(raw) {
+    if (!given(raw)) return undefined;
+    const list = raw.split(',').map((origin) => origin.trim()).filter((origin) => origin !== '');
+    for (const origin of list) {
+      if (!URL.canParse(origin) || new URL(origin).origin !== origin) throw new Error(`${env} must list origins such as https://app.example, got "${origin}"`);
+    }
+    return list;
+  },
+});
+
 function onOff(env: string, fallback: boolean, meaning: string): Setting<boolean> {
   return {
     env, meaning, shown: fallback ? '`on`' : '`off`',
@@ -77,6 +90,7 @@ export const SETTINGS = {
   idleTimeoutMs: integer('PDS_IDLE_TIMEOUT_MS', 30_000, 'a socket with no traffic either way for this long is closed'),
   keepAliveTimeoutMs: integer('PDS_KEEP_ALIVE_TIMEOUT_MS', 5_000, 'an idle keep-alive connection is closed after this; behind a load balancer, set it above the balancer\'s idle timeout'),
   maxConnections: integer('PDS_MAX_CONNECTIONS', 1_000, 'open client connections per instance; more are refused at accept'),
+  corsOrigins: origins('PDS_CORS_ORIGINS', 'comma-separated exact origins a browser may call `/v1` from (CORS); unset: any origin'),
 };
 
 export type Config = { -readonly [K in keyof typeof SETTINGS]: ReturnType<(typeof SETTINGS)[K]['read']> };

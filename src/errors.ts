@@ -55,10 +55,10 @@ export const ERRORS = {
     text: (details: string) => ({ message: 'Requested range not satisfiable', details }),
   }),
   PGRST107: define({
-    status: 406, when: 'The Accept header names no media type a read can answer with (JSON, the single object, or CSV).',
-    text: (accept: string) => ({
+    status: 406, when: 'The Accept header names no media type the request can answer with (reads: JSON, the single object or CSV; writes: JSON).',
+    text: (accept: string, offered: readonly string[]) => ({
       message: `None of these media types are available: ${accept}`,
-      hint: 'Accept application/json, application/vnd.pgrst.object+json or text/csv.',
+      hint: `Accept ${offered.join(', ')}.`,
     }),
   }),
   PGRST108: define({

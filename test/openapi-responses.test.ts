@@ -6,11 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { SINGULAR_MEDIA_TYPE } from '../src/query/media-types.ts';
+import { READ_MEDIA_TYPES, mediaTypeName } from '../src/query/media-types.ts';
 import { resources } from '../src/resources/registry.ts';
 import type { DemoUniversity } from '../src/domain/demo.ts';
 import { Harness, type Response, backends } from './support/harness.ts';
 import { DescriptionValidator } from './support/openapi.ts';
+
+const SINGULAR_MEDIA_TYPE = mediaTypeName(READ_MEDIA_TYPES.singular);
 
 for (const backend of backends()) {
   describe(`responses match the OpenAPI description on ${backend}`, () => {

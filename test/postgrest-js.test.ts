@@ -1,26 +1,37 @@
 /**
  * The service driven by a real client, @supabase/postgrest-js, over HTTP: the query strings
- * and headers are the client's, byte for byte.
+ * and headers are the client's, byte for byte. Reads work, `.csv()` included; `.delete()` is 405,
+ * `.explain()` 406, and insert/upsert/update send bare rows, not the batch envelope: 400.
  */
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { PostgrestClient } from '@supabase/postgrest-js';
+import { assertCsvEqualsJson } from './support/csv.ts';
 import { Harness, backends } from './support/harness.ts';
 
 for (const backend of backends()) {
   describe(`@supabase/postgrest-js against the service on ${backend}`, () => {
     let h: Harness;
     let client: PostgrestClient<any, any, any>;
+    let writer: PostgrestClient<any, any, any>;
+    let baseUrl: string;
     let university: string;
+    /** The last answer the clients got, for the headers postgrest-js does not pass on. */
+    let lastResponse: globalThis.Response;
+    const recordingFetch: typeof fetch = async (input, init) => (lastResponse = await fetch(input, init));
 
     before(async () => {
       h = await Harness.start(backend, { demoStudents: 60 });
       await h.app.listen({ port: 0, host: '127.0.0.1' });
       const { port } = h.app.server.address() as AddressInfo;
       university = h.demo!.universities[0].id;
-      client = new PostgrestClient(`http://127.0.0.1:${port}/v1`, {
-        headers: { Authorization: `Bearer ${h.demo!.universities[0].read_token}` },
+      baseUrl = `http://127.0.0.1:${port}/v1`;
+      client = new PostgrestClient(baseUrl, {
+        headers: { Authorization: `Bearer ${h.demo!.universities[0].read_token}` }, fetch: recordingFetch,
+      });
+      writer = new PostgrestClient(baseUrl, {
+        headers: { Authorization: `Bearer ${h.demo!.universities[0].write_token}` }, fetch: recordingFetch,
       });
     });
     after(() => h.close());
@@ -99,6 +110,80 @@ for (const backend of backends()) {
       const { error, status } = await client.from('students').select('nope');
       assert.equal(status, 400);
       assert.equal(error!.code, '42703');
+    });
+
+    test('csv() is the CSV of what select() returns, header in select order', async () => {
+      const columns = 'id, mail:email, first_name, graduation_date, is_alumni, secondary_emails, created_at';
+      const json = await client.from('students').select(columns).order('id').limit(40);
+      assert.equal(json.error, null);
+      const csv = await client.from('students').select(columns).order('id').limit(40).csv();
+      assert.equal(csv.error, null);
+      assert.equal(csv.status, 200);
+      assert.equal(lastResponse.headers.get('content-type'), 'text/csv; charset=utf-8');
+      assert.equal(typeof csv.data, 'string');
+      assertCsvEqualsJson(csv.data as unknown as string, json.data as Record<string, unknown>[], columns.split(', ').map((c) => c.split(':')[0]));
+    });
+
+    test('csv() with a count and a range: 206, Content-Range as for JSON', async () => {
+      const csv = await client.from('cohorts').select('name', { count: 'exact' }).order('name').range(0, 2).csv();
+      assert.equal(csv.status, 206);
+      const [{ n }] = await h.sql<{ n: number }>('select count(*)::int as n from cohorts where university_id = $1', [university]);
+      assert.equal(csv.count, n);
+      assert.equal((csv.data as unknown as string).split('\r\n').length, 1 + 3 + 1);
+    });
+
+    test('delete() is 405 with Allow, whatever it sends', async () => {
+      const [student] = await h.sql<{ id: string }>('select id from students where university_id = $1 limit 1', [university]);
+      const { error, status } = await writer.from('students').delete().eq('id', student.id);
+      assert.equal(status, 405);
+      assert.equal(error!.code, 'METHOD_NOT_ALLOWED');
+      assert.equal(lastResponse.headers.get('allow'), 'GET, HEAD, POST, PUT, PATCH');
+      const readOnly = await writer.from('campuses').delete().eq('id', student.id);
+      assert.equal(readOnly.status, 405);
+      assert.equal(lastResponse.headers.get('allow'), 'GET, HEAD');
+      assert.equal((await h.sql('select 1 from students where id = $1', [student.id])).length, 1);
+    });
+
+    test('insert, upsert and update send bare rows, not the batch envelope: 400 INVALID_BODY, nothing written', async () => {
+      const row = { email: 'bare.row@example.edu', first_name: 'Bare', last_name: 'Row', cohort_name: 'x', is_alumni: false };
+      const [student] = await h.sql<{ id: string }>('select id from students where university_id = $1 limit 1', [university]);
+      for (const [call, response] of [
+        ['insert', await writer.from('students').insert(row)],
+        ['insert of several', await writer.from('students').insert([row, row])],
+        ['upsert', await writer.from('students').upsert(row)],
+        ['update', await writer.from('students').update({ first_name: 'Changed' }).eq('id', student.id)],
+      ] as const) {
+        assert.equal(response.status, 400, call);
+        assert.equal(response.error!.code, 'INVALID_BODY', call);
+        assert.match(response.error!.message, /"students"/, call);
+      }
+      assert.equal((await h.sql('select 1 from students where email = $1', [row.email])).length, 0);
+      assert.equal((await h.sql('select 1 from students where first_name = $1', ['Changed'])).length, 0);
+    });
+
+    test('explain() is 406 PGRST107: the service has no plans to show', async () => {
+      const { error, status } = await client.from('students').select('id').explain();
+      assert.equal(status, 406);
+      assert.equal(error!.code, 'PGRST107');
+      assert.match(error!.message, /application\/vnd\.pgrst\.plan/);
+    });
+
+    test('from a browser origin: the CORS headers are there, and the preflight is answered without a token', async () => {
+      const browser = new PostgrestClient(baseUrl, {
+        headers: { Authorization: `Bearer ${h.demo!.universities[0].read_token}`, Origin: 'https://partner-app.example' }, fetch: recordingFetch,
+      });
+      const { error, count } = await browser.from('students').select('id', { count: 'exact' }).limit(1);
+      assert.equal(error, null);
+      assert.ok(count! > 0);
+      assert.equal(lastResponse.headers.get('access-control-allow-origin'), '*');
+      assert.match(lastResponse.headers.get('access-control-expose-headers')!, /Content-Range/);
+      const preflight = await fetch(`${baseUrl}/students?select=id`, {
+        method: 'OPTIONS',
+        headers: { Origin: 'https://partner-app.example', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'authorization,accept,prefer' },
+      });
+      assert.equal(preflight.status, 204);
+      assert.equal(preflight.headers.get('access-control-allow-origin'), '*');
+      assert.match(preflight.headers.get('access-control-allow-headers')!, /Authorization/);
     });
   });
 }

@@ -5,10 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { READ_MEDIA_TYPES, type ReadMediaType } from '../src/query/media-types.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { planRead } from '../src/query/plan.ts';
 import {
-  type Statement, buildCountStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
+  type Statement, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
 } from '../src/query/sql.ts';
 import { resourcesByName } from '../src/resources/registry.ts';
 
@@ -27,9 +28,9 @@ function assertParametersMatch(statement: Statement) {
 
 describe('statements reference exactly the parameters they send', () => {
   for (const query of QUERIES) {
-    for (const singular of [false, true]) {
-      test(`${query || '(no parameters)'}${singular ? ' as a single object' : ''}`, () => {
-        const syntax = { ...parseReadRequest({ queryString: query, method: 'GET' }), singular };
+    for (const mediaType of Object.keys(READ_MEDIA_TYPES) as ReadMediaType[]) {
+      test(`${query || '(no parameters)'} as ${mediaType}`, () => {
+        const syntax = { ...parseReadRequest({ queryString: query, method: 'GET' }), mediaType };
         const plan = planRead(resourcesByName.get('students')!, syntax);
         for (const options of [{ exactCount: true, body: true }, { exactCount: false, body: false }, { exactCount: true, body: false }]) {
           assertParametersMatch(buildPageStatement(plan, options));
@@ -38,6 +39,7 @@ describe('statements reference exactly the parameters they send', () => {
         assertParametersMatch(buildCountStatement(plan, 10));
         assertParametersMatch(buildPlannedCountStatement(plan));
         assertParametersMatch(buildCursorStatement(plan));
+        assertParametersMatch(buildCsvHeaderStatement(plan));
       });
     }
   }

@@ -1,7 +1,7 @@
 /**
- * App assembly: each concern is its own plugin. The partner API under /v1 (bearer tokens, rate
- * limits, reads, writes), the operator API under /admin/v1, health, the OpenAPI description and
- * the reference page that renders it.
+ * App assembly: each concern is its own plugin. The partner API under /v1 (CORS, bearer tokens,
+ * rate limits, reads, writes), the operator API under /admin/v1, health, metrics, the OpenAPI
+ * description and the reference page that renders it.
  */
 import { METHODS, type Server } from 'node:http';
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, LogController } from 'fastify';
@@ -11,6 +11,7 @@ import type { Database } from '../db/database.ts';
 import { TokenAuthenticator } from '../domain/tokens.ts';
 import { operatorApi } from './admin/index.ts';
 import { partnerAuth } from './auth.ts';
+import { corsPolicy } from './cors.ts';
 import { edge, edgeOptions } from './edge.ts';
 import { accessLog } from './access-log.ts';
 import { errorHandling } from './errors.ts';
@@ -33,7 +34,7 @@ const CONNECTION_CHECK_INTERVAL_MS = 1_000;
 type EdgeSettings = Pick<Config, 'authFailureLimitPerMin' | 'requestTimeoutMs' | 'headersTimeoutMs' | 'idleTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'>;
 
 export type AppSettings = Pick<Config, 'adminKey' | 'redisUrl' | 'readLimitPerMin' | 'writeLimitPerMin' | 'logLevel'>
-  & Partial<EdgeSettings & Pick<Config, 'readyTimeoutMs' | 'plannedCounts' | 'metricsKey' | 'trustProxy'>> & {
+  & Partial<EdgeSettings & Pick<Config, 'readyTimeoutMs' | 'plannedCounts' | 'metricsKey' | 'trustProxy' | 'corsOrigins'>> & {
   /** Where JSON log lines go; standard output when absent. */
   logStream?: { write(line: string): void };
 };
@@ -84,6 +85,8 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   // First, so that their hooks reach every route and the 404 handler.
   await app.register(metrics, { store: db.store });
   await app.register(accessLog);
+  // Before the routes' own hooks, so that every answer below it carries the CORS headers.
+  await app.register(corsPolicy, { origins: settings.corsOrigins });
   await app.register(errorHandling);
   await app.register(edge);
   await app.register(openApi);

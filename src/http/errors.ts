@@ -3,7 +3,7 @@
  * Database errors caused by the caller's values keep PostgreSQL's code and message, as PostgREST
  * does; anything unexpected becomes a 500 that names no table, query or stack.
  */
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError, apiError } from '../errors.ts';
 import { notesOf } from './request-notes.ts';
@@ -41,6 +41,10 @@ function clientErrorToApiError(error: FastifyError): ApiError | null {
   return apiError('INVALID_BODY', `The request could not be read: ${error.message}.`);
 }
 
+/** The answer for a path no route serves. */
+export const endpointNotFound = (request: FastifyRequest) =>
+  apiError('NOT_FOUND', `No endpoint at ${request.method} ${request.url.split('?')[0]}.`);
+
 /** The error and not-found handlers of the whole app (fastify-plugin, so they are the root's). */
 export const errorHandling = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -59,7 +63,6 @@ export const errorHandling = fp(async (app: FastifyInstance) => {
   });
   app.setNotFoundHandler((request, reply) => {
     notesOf(request).errorCode = 'NOT_FOUND';
-    reply.code(404).type('application/json; charset=utf-8').send(
-      apiError('NOT_FOUND', `No endpoint at ${request.method} ${request.url.split('?')[0]}.`).toBody());
+    reply.code(404).type('application/json; charset=utf-8').send(endpointNotFound(request).toBody());
   });
 }, { name: 'error-handling' });

@@ -36,6 +36,9 @@ export interface RateLimitHooks {
 
 const WINDOW_MS = 60_000;
 
+/** The headers a counted request's answer carries; 429 adds Retry-After. */
+export const RATE_LIMIT_HEADERS = { limit: 'ratelimit-limit', remaining: 'ratelimit-remaining', reset: 'ratelimit-reset' } as const;
+
 /**
  * Redis is asked with no queue, so a stopped Redis costs a request nothing, and with a deadline,
  * so a stalled one costs at most this. A command to a reachable Redis takes under 1 ms; the
@@ -112,7 +115,9 @@ export const rateLimits = fp(async (app: FastifyInstance, settings: RateLimitSet
       const state = await limiter(request);
       if (state.isAllowed) return;
       const reset = String(Math.max(0, state.ttlInSeconds));
-      reply.headers({ 'ratelimit-limit': String(state.max), 'ratelimit-remaining': String(state.remaining), 'ratelimit-reset': reset });
+      reply.headers({
+        [RATE_LIMIT_HEADERS.limit]: String(state.max), [RATE_LIMIT_HEADERS.remaining]: String(state.remaining), [RATE_LIMIT_HEADERS.reset]: reset,
+      });
       if (state.isExceeded) throw rateLimited(request, kind, state.max, reset);
     };
   };

@@ -1,11 +1,12 @@
 /**
  * What a read answers over HTTP, from what was read: the status (200, or 206 for a partial page
  * of a counted total, or 416 for an offset past the total), Content-Range, Preference-Applied
- * and Content-Type. PostgREST's rules (docs/api.md, "Reading": Pages, Counts, One object).
+ * and Content-Type (the negotiated media type). PostgREST's rules (docs/api.md, "Reading":
+ * Pages, Counts, One object, Media types).
  */
 import { apiError } from '../errors.ts';
 import type { ReadResult } from '../query/execute.ts';
-import { SINGULAR_MEDIA_TYPE } from '../query/media-types.ts';
+import { READ_MEDIA_TYPES } from '../query/media-types.ts';
 import type { ReadPlan } from '../query/plan.ts';
 
 export interface ReadResponseHead {
@@ -21,9 +22,8 @@ export function readResponseHead(plan: ReadPlan, result: Pick<ReadResult, 'rows'
     throw apiError('PGRST103', `An offset of ${lower} was requested, but there are only ${result.total} rows.`)
       .withHeaders({ 'content-range': `*/${totalPart}` });
   }
-  const mediaType = plan.singular ? SINGULAR_MEDIA_TYPE : 'application/json';
   const headers: Record<string, string> = {
-    'content-type': `${mediaType}; charset=utf-8`,
+    'content-type': READ_MEDIA_TYPES[plan.mediaType],
     'content-range': `${rangePart}/${totalPart}`,
   };
   if (plan.preferenceApplied.length > 0) headers['preference-applied'] = plan.preferenceApplied.join(', ');

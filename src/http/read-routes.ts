@@ -53,18 +53,25 @@ function allowedMethods(resource: Resource): string {
   return Object.hasOwn(WRITE_SHAPES, resource.name) ? WRITE_METHODS : READ_METHODS;
 }
 
+/** 405 with Allow for a method a resource does not serve; 404 PGRST205 for a name no resource has. */
+async function refuseMethod(request: FastifyRequest<{ Params: { resource: string } }>): Promise<never> {
+  const name = request.params.resource;
+  const resource = resources.find((r) => r.name === name);
+  if (resource) {
+    const allow = allowedMethods(resource);
+    throw apiError('METHOD_NOT_ALLOWED', request.method, allow).withHeaders({ allow });
+  }
+  throw apiError('PGRST205', name, resources.map((r) => r.name));
+}
+
 export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks; plannedCounts: boolean }): void {
   for (const resource of resources) {
     app.get(`/${resource.name}`, { preHandler: deps.limits.read }, readHandler(deps.db, resource, deps.plannedCounts));
   }
-  // Reached by every method a resource's own routes do not serve, and by unknown resources.
-  app.all<{ Params: { resource: string } }>('/:resource', async (request) => {
-    const name = request.params.resource;
-    const resource = resources.find((r) => r.name === name);
-    if (resource) {
-      const allow = allowedMethods(resource);
-      throw apiError('METHOD_NOT_ALLOWED', request.method, allow).withHeaders({ allow });
-    }
-    throw apiError('PGRST205', name, resources.map((r) => r.name));
-  });
+  // Reached by every method a resource's own routes do not serve, and by unknown resources. The
+  // refusal is the route's onRequest hook, so it comes before the body is read or parsed: whatever
+  // body and Content-Type came (postgrest-js sends `Content-Type: application/json` and no body
+  // with every delete), the answer is 405 or 404. Authentication, a hook of the scope, comes
+  // first. The handler, never reached, is the same refusal.
+  app.all<{ Params: { resource: string } }>('/:resource', { onRequest: refuseMethod }, refuseMethod);
 }

@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
 import { apiError } from '../errors.ts';
+import { requireJsonAccept } from '../query/media-types.ts';
 import { WRITABLE_RESOURCES, type WritableResource } from '../resources/write-shapes.ts';
 import type { WriteMode } from '../writes/batch.ts';
 import { writeCohorts, writeStudents } from '../writes/batches.ts';
@@ -37,6 +38,7 @@ export function registerWriteRoutes(app: FastifyInstance, deps: { db: Database; 
         preHandler: deps.limits.write,
         handler: async (request, reply) => {
           requireJson(request);
+          requireJsonAccept(request.headers.accept);
           const principal = request.principal;
           const result = await WRITERS[resource](deps.db, principal.universityId!, MODES[method], request.body);
           noteBatch(request, resource, result);

@@ -1,7 +1,8 @@
 /**
  * Runs a read plan in the caller's scope and returns what was read: the page's row count, the
- * total a count preference asked for, and the body as PostgreSQL's JSON text, either whole or
- * streamed from a cursor in batches. The HTTP answer (status, headers) is src/http/read-response.ts's.
+ * total a count preference asked for, and the body as PostgreSQL wrote it in the plan's media
+ * type (JSON or CSV), either whole or streamed from a cursor in batches. The HTTP answer
+ * (status, headers) is src/http/read-response.ts's.
  */
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
@@ -9,12 +10,13 @@ import type { Database, Scope } from '../db/database.ts';
 import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
+import type { ReadMediaType } from './media-types.ts';
 import type { ReadPlan } from './plan.ts';
 import {
-  PAGE_CURSOR, buildCountStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
+  PAGE_CURSOR, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
 } from './sql.ts';
 
-/** Pages up to this many rows are built as one JSON text; larger ones are streamed. */
+/** Pages up to this many rows are built as one text; larger ones are streamed. */
 const BUFFERED_PAGE_MAX_ROWS = 1_000;
 /**
  * Rows fetched from the cursor at a time: few enough that little is in flight (10,000 résumés
@@ -30,7 +32,7 @@ interface PageSize {
 }
 
 export interface ReadResult extends PageSize {
-  /** The page as JSON text (one object for a single object); null for HEAD. */
+  /** The page as text in the plan's media type; null for HEAD. */
   readonly body: string | Readable | null;
 }
 
@@ -105,7 +107,29 @@ async function measureStreamedPage(tx: Queryable, plan: ReadPlan, options: ReadO
   return { rows: Math.max(0, Math.min(limit, reachable - offset)), total };
 }
 
-const COMMA = Buffer.from(',');
+/** The media types a page can be streamed in: a single object is never more than one row. */
+type StreamedMediaType = Exclude<ReadMediaType, 'singular'>;
+
+/** What goes around and between a streamed page's rows. */
+interface StreamFraming {
+  /** What precedes the first row. */
+  readonly open: (tx: Queryable, plan: ReadPlan) => Promise<string>;
+  /** What goes between two rows; none when each row ends itself. */
+  readonly separator: Buffer | null;
+  readonly close: string;
+}
+
+async function csvHeader(tx: Queryable, plan: ReadPlan): Promise<string> {
+  const statement = buildCsvHeaderStatement(plan);
+  const [row] = await tx.query<{ header: string }>(statement.text, statement.params);
+  return row.header;
+}
+
+const STREAM_FRAMING: Readonly<Record<StreamedMediaType, StreamFraming>> = {
+  json: { open: async () => '[', separator: Buffer.from(','), close: ']' },
+  // Each CSV record ends with its CRLF; the header record comes first.
+  csv: { open: csvHeader, separator: null, close: '' },
+};
 
 const fetchBatch = (tx: Queryable) => tx.firstColumn(`FETCH FORWARD ${STREAM_BATCH_ROWS} FROM ${PAGE_CURSOR}`);
 
@@ -114,17 +138,17 @@ const fetchBatch = (tx: Queryable) => tx.firstColumn(`FETCH FORWARD ${STREAM_BAT
  * that outlive the garbage collector's young generation, and no encoding back. The first batch
  * was fetched before the status line, so a value that fails on every row (a bad cast) is a 4xx.
  */
-async function* streamedRows(tx: Queryable, firstBatch: (string | Uint8Array)[]): AsyncGenerator<string | Uint8Array> {
-  yield '[';
+async function* streamedRows(tx: Queryable, framing: StreamFraming, opening: string, firstBatch: (string | Uint8Array)[]): AsyncGenerator<string | Uint8Array> {
+  yield opening;
   let first = true;
   for (let rows = firstBatch; rows.length > 0; rows = await fetchBatch(tx).catch(abortPage)) {
     for (const row of rows) {
-      if (!first) yield COMMA;
+      if (!first && framing.separator) yield framing.separator;
       first = false;
       yield row;
     }
   }
-  yield ']';
+  yield framing.close;
 }
 
 /**
@@ -155,7 +179,8 @@ const PREMATURE_CLOSE = 'ERR_STREAM_PREMATURE_CLOSE';
  * until the stream ends. A failure after the status line destroys the body stream, so the
  * client sees an aborted transfer (no closing `]`, no last chunk), and reaches `onLateError`.
  */
-function readStreamed(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
+function readStreamed(db: Database, scope: Scope, plan: ReadPlan, mediaType: StreamedMediaType, options: ReadOptions): Promise<ReadResult> {
+  const framing = STREAM_FRAMING[mediaType];
   return new Promise((resolve, reject) => {
     let answered = false;
     const answer = (result: ReadResult) => {
@@ -164,10 +189,12 @@ function readStreamed(db: Database, scope: Scope, plan: ReadPlan, options: ReadO
     };
     db.asPartner(scope, async (tx) => {
       const size = await measureStreamedPage(tx, plan, options);
-      if (options.head || size.rows === 0) return answer({ ...size, body: options.head ? null : '[]' });
+      if (options.head) return answer({ ...size, body: null });
+      const opening = await framing.open(tx, plan);
+      if (size.rows === 0) return answer({ ...size, body: opening + framing.close });
       const cursor = buildCursorStatement(plan);
       await tx.query(cursor.text, cursor.params);
-      const body = Readable.from(streamedRows(tx, await fetchBatch(tx)), { objectMode: false });
+      const body = Readable.from(streamedRows(tx, framing, opening, await fetchBatch(tx)), { objectMode: false });
       answer({ ...size, body });
       await finished(body).catch((error: { code?: unknown }) => {
         if (error.code !== PREMATURE_CLOSE) throw error;
@@ -177,7 +204,8 @@ function readStreamed(db: Database, scope: Scope, plan: ReadPlan, options: ReadO
 }
 
 export function executeRead(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
-  if (plan.singular) return db.asPartner(scope, (tx) => readSingular(tx, plan, options.head), { readOnly: true });
-  if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, options);
+  const { mediaType } = plan;
+  if (mediaType === 'singular') return db.asPartner(scope, (tx) => readSingular(tx, plan, options.head), { readOnly: true });
+  if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, mediaType, options);
   return db.asPartner(scope, (tx) => readWhole(tx, plan, options), { readOnly: true });
 }

@@ -1,7 +1,46 @@
-/** The Accept header: the one media type that changes a read, PostgREST's single object. */
-export const SINGULAR_MEDIA_TYPE = 'application/vnd.pgrst.object+json';
+/**
+ * The Accept header: which media type a response is written in, negotiated by `negotiator`
+ * (q-values, wildcards, lists) against the types the service can render. Reads render JSON,
+ * PostgREST's single object and CSV; writes render JSON only. Anything else is 406 PGRST107.
+ */
+import Negotiator from 'negotiator';
+import { apiError } from '../errors.ts';
 
-/** Whether any of the Accept header's media types (parameters aside) is the single object. */
-export function acceptsSingularObject(acceptHeader: string | undefined): boolean {
-  return (acceptHeader ?? '').split(',').some((t) => t.split(';')[0].trim().toLowerCase() === SINGULAR_MEDIA_TYPE);
+/** Every media type a read can answer with. */
+export type ReadMediaType = 'json' | 'singular' | 'csv';
+
+/**
+ * The Content-Type of each, in the order a wildcard Accept (any type, `application/*`) or none
+ * prefers them. Offered with their charset, so that an Accept that names `charset=utf-8` matches too.
+ */
+export const READ_MEDIA_TYPES: Readonly<Record<ReadMediaType, string>> = {
+  json: 'application/json; charset=utf-8',
+  singular: 'application/vnd.pgrst.object+json; charset=utf-8',
+  csv: 'text/csv; charset=utf-8',
+};
+
+const readOffers = Object.keys(READ_MEDIA_TYPES) as ReadMediaType[];
+
+/** A media type without its parameters, as an Accept header or a description names it. */
+export const mediaTypeName = (contentType: string): string => contentType.split(';')[0];
+
+/** The offer an Accept header prefers among `offers`, or 406 PGRST107 naming what was asked. */
+function negotiate<T extends string>(acceptHeader: string | undefined, offers: readonly T[], contentTypes: Readonly<Record<T, string>>): T {
+  // A blank Accept is read as none, as clients that send one mean.
+  const accept = acceptHeader?.trim() ? acceptHeader : undefined;
+  const negotiator = new Negotiator({ headers: accept === undefined ? {} : { accept } });
+  const preferred = negotiator.mediaType(offers.map((offer) => contentTypes[offer]));
+  const chosen = offers.find((offer) => contentTypes[offer] === preferred);
+  if (chosen === undefined) throw apiError('PGRST107', acceptHeader ?? '', offers.map((offer) => mediaTypeName(contentTypes[offer])));
+  return chosen;
+}
+
+/** The media type a read answers with. */
+export function negotiateReadMediaType(acceptHeader: string | undefined): ReadMediaType {
+  return negotiate(acceptHeader, readOffers, READ_MEDIA_TYPES);
+}
+
+/** A write's batch report is JSON only: an Accept that excludes JSON is 406 before anything is written. */
+export function requireJsonAccept(acceptHeader: string | undefined): void {
+  negotiate(acceptHeader, ['json'], { json: READ_MEDIA_TYPES.json });
 }

@@ -6,6 +6,7 @@
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { Column, Resource } from '../resources/registry.ts';
+import type { ReadMediaType } from './media-types.ts';
 import { PATTERN_OPERATORS, checkPattern } from './patterns.ts';
 import type { Condition, CountPreference, FieldRef, JsonStep, Operation, ReadSyntax } from './syntax.ts';
 
@@ -40,7 +41,7 @@ export interface ReadPlan {
   readonly page: { readonly offset: number; readonly limit: number };
   readonly count: CountPreference | null;
   readonly preferenceApplied: readonly string[];
-  readonly singular: boolean;
+  readonly mediaType: ReadMediaType;
 }
 
 /** The types a `select` cast may name, and the SQL each stands for. */
@@ -129,6 +130,6 @@ export function planRead(resource: Resource, syntax: ReadSyntax): ReadPlan {
     page: planPage(syntax),
     count: syntax.count,
     preferenceApplied: syntax.preferenceApplied,
-    singular: syntax.singular,
+    mediaType: syntax.mediaType,
   };
 }

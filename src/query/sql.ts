@@ -4,6 +4,7 @@
  * here at all: row-level security adds it inside PostgreSQL.
  */
 import { arrayLiteral } from '../db/array-literal.ts';
+import type { ReadMediaType } from './media-types.ts';
 import type { OutputColumn, PlannedCondition, PlannedField, ReadPlan } from './plan.ts';
 import type { ComparisonOperator, FtsOperator, IsValue, Operation } from './syntax.ts';
 
@@ -115,6 +116,56 @@ function rowJsonSql(plan: ReadPlan, params: Parameters): string {
   return `json_build_object(${plan.output.map((o, i) => `${params.add(o.key)}::text, c${i}`).join(', ')})`;
 }
 
+const CSV_RECORD_END = `E'\\r\\n'`;
+
+/**
+ * One CSV field (RFC 4180) from a text that may be NULL: NULL is the empty field; the empty
+ * string is `""`, so the two stay apart (as in PostgreSQL's COPY … CSV); a text holding a
+ * comma, a quote, CR or LF is quoted with its quotes doubled.
+ */
+function csvFieldSql(text: string): string {
+  return `coalesce(CASE WHEN ${text} ~ '^$|[",\\r\\n]' THEN '"' || replace(${text}, '"', '""') || '"' ELSE ${text} END, '')`;
+}
+
+/** A CSV record of the fields' texts, with its CRLF. */
+const csvRecordSql = (texts: readonly string[]) => `concat(${texts.map(csvFieldSql).join(`, ',', `)}, ${CSV_RECORD_END})`;
+
+/** The header record: the output keys (bind parameters) in select order. */
+const csvHeaderSql = (plan: ReadPlan, params: Parameters) => csvRecordSql(plan.output.map((o) => `${params.add(o.key)}::text`));
+
+/**
+ * One row as a CSV record. A value is written as the JSON reads write it (to_json), strings
+ * without their quotes: numbers and booleans as JSON, timestamps in the same RFC 3339 form,
+ * arrays and objects as their JSON text, NULL (and a JSON null) as the empty field.
+ */
+const csvRowSql = (plan: ReadPlan) => csvRecordSql(plan.output.map((_, i) => `(to_json(c${i}) #>> '{}')`));
+
+interface BodyRenderer {
+  /** The whole page's body as one text, from the rows of pds_page. */
+  readonly page: (plan: ReadPlan, params: Parameters) => string;
+  /** One row of pds_page as text, for a page streamed from a cursor (without separators). */
+  readonly row: (plan: ReadPlan, params: Parameters) => string;
+}
+
+const jsonArraySql = (plan: ReadPlan, params: Parameters) => `coalesce(json_agg(${rowJsonSql(plan, params)}), '[]')`;
+
+/** How PostgreSQL writes a body in each media type; PostgREST's shapes, built in SQL. */
+const BODY_RENDERERS: Readonly<Record<ReadMediaType, BodyRenderer>> = {
+  json: {
+    page: (plan, params) => `${jsonArraySql(plan, params)}::text`,
+    row: (plan, params) => `${rowJsonSql(plan, params)}::text`,
+  },
+  singular: {
+    page: (plan, params) => `(${jsonArraySql(plan, params)}->0)::text`,
+    row: (plan, params) => `${rowJsonSql(plan, params)}::text`,
+  },
+  // Every record ends with CRLF; the header is there even when no row is.
+  csv: {
+    page: (plan, params) => `${csvHeaderSql(plan, params)} || coalesce(string_agg(${csvRowSql(plan)}, ''), '')`,
+    row: (plan) => csvRowSql(plan),
+  },
+};
+
 function countSql(plan: ReadPlan, params: Parameters, cap?: number): string {
   const inner = `SELECT 1 FROM ${quoteIdentifier(plan.resource.relation)}${whereSql(plan, params)}`;
   return cap === undefined
@@ -124,17 +175,13 @@ function countSql(plan: ReadPlan, params: Parameters, cap?: number): string {
 
 /**
  * One statement for a page that is sent whole: the total (when an exact count is asked for),
- * the number of rows, and the body as JSON text built by PostgreSQL. PostgREST's shape.
+ * the number of rows, and the body in the plan's media type, built by PostgreSQL. PostgREST's shape.
  */
 export function buildPageStatement(plan: ReadPlan, options: { exactCount: boolean; body: boolean }): Statement {
   const params = new Parameters();
   const page = pageSql(plan, params);
   const total = options.exactCount ? `(${countSql(plan, params)})::text` : 'NULL::text';
-  let body = 'NULL::text';
-  if (options.body) {
-    const rows = `coalesce(json_agg(${rowJsonSql(plan, params)}), '[]')`;
-    body = plan.singular ? `(${rows}->0)::text` : `${rows}::text`;
-  }
+  const body = options.body ? BODY_RENDERERS[plan.mediaType].page(plan, params) : 'NULL::text';
   return {
     text: `WITH pds_page AS (${page}) SELECT ${total} AS total, count(*)::integer AS page_total, ${body} AS body FROM pds_page`,
     params: params.values,
@@ -156,12 +203,19 @@ export function buildPlannedCountStatement(plan: ReadPlan): Statement {
 
 export const PAGE_CURSOR = 'pds_page_rows';
 
-/** A cursor over the page, one JSON text per row, for pages streamed in batches. */
+/** A cursor over the page, one text per row in the plan's media type, for pages streamed in batches. */
 export function buildCursorStatement(plan: ReadPlan): Statement {
   const params = new Parameters();
   const page = pageSql(plan, params);
+  const row = BODY_RENDERERS[plan.mediaType].row(plan, params);
   return {
-    text: `DECLARE ${PAGE_CURSOR} NO SCROLL CURSOR FOR SELECT ${rowJsonSql(plan, params)}::text AS row FROM (${page}) pds_page`,
+    text: `DECLARE ${PAGE_CURSOR} NO SCROLL CURSOR FOR SELECT ${row} AS row FROM (${page}) pds_page`,
     params: params.values,
   };
+}
+
+/** The CSV header record of a streamed page, which goes out before its rows. */
+export function buildCsvHeaderStatement(plan: ReadPlan): Statement {
+  const params = new Parameters();
+  return { text: `SELECT ${csvHeaderSql(plan, params)} AS header`, params: params.values };
 }

@@ -2,6 +2,8 @@
  * The syntax tree of a read request, as parsed from the query string (src/query/query-params.ts)
  * and the Range, Prefer and Accept headers (range.ts, preferences.ts, media-types.ts).
  */
+import type { ReadMediaType } from './media-types.ts';
+
 export interface JsonStep {
   readonly arrow: '->' | '->>';
   readonly key: string;
@@ -75,6 +77,6 @@ export interface ReadSyntax {
   readonly rangeHeader: { readonly first: number; readonly last: number | null } | null;
   readonly count: CountPreference | null;
   readonly preferenceApplied: readonly string[];
-  /** `Accept: application/vnd.pgrst.object+json`: one object instead of an array. */
-  readonly singular: boolean;
+  /** What the Accept header chose: a JSON array, one object (`application/vnd.pgrst.object+json`) or CSV. */
+  readonly mediaType: ReadMediaType;
 }

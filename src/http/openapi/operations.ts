@@ -5,7 +5,7 @@
  */
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { LIMITS } from '../../limits.ts';
-import { SINGULAR_MEDIA_TYPE } from '../../query/media-types.ts';
+import { READ_MEDIA_TYPES, type ReadMediaType, mediaTypeName } from '../../query/media-types.ts';
 import { type Resource, resources, resourcesByName } from '../../resources/registry.ts';
 import { WRITABLE_RESOURCES, type WritableResource } from '../../resources/write-shapes.ts';
 import type { WriteMode } from '../../writes/batch.ts';
@@ -39,16 +39,23 @@ export interface DocumentedOperation {
 
 const READ_PARAMETERS: readonly ParameterName[] = ['select', 'order', 'limit', 'offset', 'or', 'and', 'not.or', 'not.and', 'Range', 'Prefer'];
 
+/** What a read answers in each media type it can render (src/query/media-types.ts). */
+function readContent(row: OpenAPIV3_1.ReferenceObject): Record<string, OpenAPIV3_1.MediaTypeObject> {
+  const schemas: Record<ReadMediaType, OpenAPIV3_1.SchemaObject | OpenAPIV3_1.ReferenceObject> = {
+    json: { type: 'array', items: row },
+    singular: row,
+    csv: { type: 'string', description: 'RFC 4180 CSV: a header row naming the selected columns, then a line per row.' },
+  };
+  return Object.fromEntries((Object.keys(schemas) as ReadMediaType[])
+    .map((type) => [mediaTypeName(READ_MEDIA_TYPES[type]), { schema: schemas[type] }]));
+}
+
 function readOperation(resource: Resource): DocumentedOperation {
   const row = schemaRef(rowSchemaName(resource));
   const page = (description: string): OpenAPIV3_1.ResponseObject => ({
     description,
     headers: headerRefs(['Content-Range', ...RATE_LIMIT_HEADERS]),
-    content: {
-      'application/json': { schema: { type: 'array', items: row } },
-      [SINGULAR_MEDIA_TYPE]: { schema: row },
-      'text/csv': { schema: { type: 'string', description: 'RFC 4180 CSV: a header row naming the selected columns, then a line per row.' } },
-    },
+    content: readContent(row),
   });
   return {
     method: 'get',
@@ -60,7 +67,7 @@ function readOperation(resource: Resource): DocumentedOperation {
       summary: `List ${resource.name.replaceAll('_', ' ')}`,
       description: `${resource.description}\n\nPostgREST's query language: a filter parameter per column, \`or\`/\`and\` trees, `
         + '`select`, `order`, `limit`/`offset` or the `Range` header, and `Prefer: count`. '
-        + `\`Accept: ${SINGULAR_MEDIA_TYPE}\` answers the one matching row as an object (406 \`PGRST116\` unless exactly one matches), `
+        + `\`Accept: ${mediaTypeName(READ_MEDIA_TYPES.singular)}\` answers the one matching row as an object (406 \`PGRST116\` unless exactly one matches), `
         + '`Accept: text/csv` answers CSV, and an Accept naming none of these nor JSON is refused 406 `PGRST107`. '
         + '`HEAD` answers the same status and headers without a body.',
       parameters: [...READ_PARAMETERS.map(parameterRef), ...resource.columns.map(filterParameter)],
@@ -96,7 +103,7 @@ function writeOperation(resource: WritableResource, { method, verb, requirement,
   return {
     method,
     url: `${PARTNER_PREFIX}/${resource}`,
-    errors: [400, 401, 403, 413, 415, 429, 503],
+    errors: [400, 401, 403, 406, 413, 415, 429, 503],
     operation: {
       operationId: `${verb}${resourceTitle(resourcesByName.get(resource)!)}`,
       tags: [resource],

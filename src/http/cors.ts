@@ -1,0 +1,57 @@
+/**
+ * CORS on the partner API, as PostgREST does it by default (docs/api.md, "Browsers (CORS)"):
+ * any origin (`Access-Control-Allow-Origin: *`) unless PDS_CORS_ORIGINS lists the exact origins
+ * allowed, never credentials (the bearer token travels in Authorization, not in cookies), and the
+ * preflight answered 204 without a token. The headers are set in the first onRequest hook, so
+ * every answer, errors (401, 404, 405, 429, 5xx) included, carries them and a browser can read
+ * it. The operator API and the health checks are not for browsers and get none.
+ */
+import cors, { type FastifyCorsOptions } from '@fastify/cors';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { RATE_LIMIT_HEADERS } from './rate-limits.ts';
+
+const PARTNER_API_PREFIX = '/v1';
+
+/** The request headers a browser may send: those the partner API reads. */
+const CORS_REQUEST_HEADERS = ['Authorization', 'Accept', 'Content-Type', 'Prefer', 'Range', 'X-Request-Id'];
+
+/** The response headers a browser's script may read, beyond the safelisted Content-Type. */
+const CORS_EXPOSED_HEADERS = [
+  'Content-Range', 'Preference-Applied', 'Allow', 'Retry-After', 'X-Request-Id', ...Object.values(RATE_LIMIT_HEADERS),
+];
+
+/**
+ * Every method a /v1 path answers, refusals included: DELETE is allowed through the preflight
+ * so that the browser shows the service's own 405 with Allow instead of an opaque CORS failure.
+ */
+const CORS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/** PostgREST's: a browser may cache a preflight for a day. */
+const PREFLIGHT_MAX_AGE_SECONDS = 86_400;
+
+const isPartnerApi = (request: FastifyRequest) => {
+  const path = request.url.split('?')[0];
+  return path === PARTNER_API_PREFIX || path.startsWith(`${PARTNER_API_PREFIX}/`);
+};
+
+/** An OPTIONS request that is a preflight; a bare OPTIONS is a method like any other (405). */
+const isPreflight = (request: FastifyRequest) =>
+  request.method === 'OPTIONS' && request.headers.origin !== undefined && request.headers['access-control-request-method'] !== undefined;
+
+export const corsPolicy = fp(async (app: FastifyInstance, settings: { origins: readonly string[] | undefined }) => {
+  const policy: FastifyCorsOptions = {
+    origin: settings.origins ? [...settings.origins] : '*',
+    credentials: false,
+    methods: CORS_METHODS,
+    allowedHeaders: CORS_REQUEST_HEADERS,
+    exposedHeaders: CORS_EXPOSED_HEADERS,
+    maxAge: PREFLIGHT_MAX_AGE_SECONDS,
+  };
+  await app.register(cors, {
+    hook: 'onRequest',
+    delegator: (request, callback) => callback(null, isPartnerApi(request)
+      ? { ...policy, preflight: isPreflight(request) }
+      : { origin: false }),
+  });
+}, { name: 'cors' });

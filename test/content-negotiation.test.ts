@@ -1,0 +1,123 @@
+/**
+ * The Accept header (src/query/media-types.ts): reads answer JSON, the single object or CSV by
+ * q-values, wildcards and lists; writes answer JSON only; anything else is 406 PGRST107 with the
+ * documented body, before a read runs or a write is applied.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ApiError } from '../src/errors.ts';
+import { type ReadMediaType, negotiateReadMediaType, requireJsonAccept } from '../src/query/media-types.ts';
+import { Harness } from './support/harness.ts';
+
+const READ_CHOICES: [string | undefined, ReadMediaType][] = [
+  [undefined, 'json'],
+  ['', 'json'],
+  ['application/json', 'json'],
+  ['application/json; charset=utf-8', 'json'],
+  ['*/*', 'json'],
+  ['application/*', 'json'],
+  ['APPLICATION/JSON', 'json'],
+  ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'json'],
+  ['application/xml, */*;q=0.1', 'json'],
+  ['application/vnd.pgrst.object+json', 'singular'],
+  ['application/vnd.pgrst.object+json, application/json;q=0.9', 'singular'],
+  ['text/csv', 'csv'],
+  ['text/*', 'csv'],
+  ['text/csv, application/json;q=0.5', 'csv'],
+  ['application/json;q=0.5, text/csv', 'csv'],
+  ['application/json;q=0.2, text/csv;q=0.9', 'csv'],
+];
+
+const REFUSED = [
+  'application/xml',
+  'text/html',
+  'application/vnd.pgrst.plan',
+  'application/vnd.pgrst.plan+text; for="application/json"; options=;',
+  'application/geo+json',
+  'application/json;q=0',
+  'text/csv; charset=iso-8859-1',
+];
+
+function assertRefused(accept: string, run: () => unknown): void {
+  assert.throws(run, (error: unknown) => {
+    assert.ok(error instanceof ApiError);
+    assert.equal(error.status, 406);
+    assert.equal(error.code, 'PGRST107');
+    assert.equal(error.message, `None of these media types are available: ${accept}`);
+    return true;
+  }, accept);
+}
+
+describe('negotiating a read', () => {
+  for (const [accept, chosen] of READ_CHOICES) {
+    test(`${accept === undefined ? '(no Accept)' : JSON.stringify(accept)} → ${chosen}`, () => {
+      assert.equal(negotiateReadMediaType(accept), chosen);
+    });
+  }
+  for (const accept of REFUSED) {
+    test(`${JSON.stringify(accept)} → 406 PGRST107`, () => assertRefused(accept, () => negotiateReadMediaType(accept)));
+  }
+});
+
+describe('negotiating a write', () => {
+  for (const accept of [undefined, 'application/json', '*/*', 'application/*', 'text/csv, application/json;q=0.1']) {
+    test(`${accept ?? '(no Accept)'} is answered in JSON`, () => assert.doesNotThrow(() => requireJsonAccept(accept)));
+  }
+  for (const accept of ['text/csv', 'application/vnd.pgrst.object+json', 'application/xml']) {
+    test(`${accept} → 406 PGRST107`, () => assertRefused(accept, () => requireJsonAccept(accept)));
+  }
+});
+
+describe('Accept over HTTP', () => {
+  let h: Harness;
+  let university: { id: string; read_token: string; write_token: string };
+
+  before(async () => {
+    h = await Harness.start('pglite', { demoStudents: 10 });
+    university = h.demo!.universities[0];
+  });
+  after(() => h.close());
+
+  test('a read with an Accept it cannot answer is 406 PGRST107 in the error body, naming what was asked', async () => {
+    for (const accept of ['application/xml', 'application/vnd.pgrst.plan+json; for="application/json"']) {
+      const response = await h.get('/v1/students?select=id', university.read_token, { accept });
+      assert.equal(response.status, 406);
+      assert.equal(response.headers['content-type'], 'application/json; charset=utf-8');
+      assert.deepEqual(response.json, {
+        code: 'PGRST107',
+        message: `None of these media types are available: ${accept}`,
+        details: null,
+        hint: 'Accept application/json, application/vnd.pgrst.object+json, text/csv.',
+      });
+    }
+  });
+
+  test('q-values pick the media type of the answer', async () => {
+    const csv = await h.get('/v1/cohorts?select=name&limit=1', university.read_token, { accept: 'text/csv, application/json;q=0.5' });
+    assert.equal(csv.headers['content-type'], 'text/csv; charset=utf-8');
+    assert.match(csv.body, /^name\r\n/);
+    const json = await h.get('/v1/cohorts?select=name&limit=1', university.read_token, { accept: 'application/xml, */*;q=0.1' });
+    assert.equal(json.headers['content-type'], 'application/json; charset=utf-8');
+    assert.equal(json.json.length, 1);
+  });
+
+  test('a write that refuses JSON is 406 and writes nothing; one that takes JSON is applied', async () => {
+    const put = (accept: string) => h.request({
+      method: 'PUT', url: '/v1/cohorts',
+      headers: { authorization: `Bearer ${university.write_token}`, 'content-type': 'application/json', accept },
+      payload: { cohorts: [{ name: 'Negotiated', display_name: 'N', program: 'P', degree: 'BSc', start_date: '2030-09-01', end_date: '2033-06-30', intake_year: 2030, intake_term: 'Fall' }] },
+    });
+    const stored = async () => (await h.sql('select id from cohorts where university_id = $1 and name = $2', [university.id, 'Negotiated'])).length;
+    for (const accept of ['text/csv', 'application/vnd.pgrst.object+json']) {
+      const refused = await put(accept);
+      assert.equal(refused.status, 406);
+      assert.equal(refused.json.code, 'PGRST107');
+      assert.equal(refused.json.hint, 'Accept application/json.');
+    }
+    assert.equal(await stored(), 0);
+    const applied = await put('application/json');
+    assert.equal(applied.status, 200);
+    assert.equal(applied.json.counts.created, 1);
+    assert.equal(await stored(), 1);
+  });
+});
