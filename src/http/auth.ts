@@ -2,6 +2,7 @@
  * Bearer-token authentication for the partner API (docs/api.md, Authentication; docs/decisions.md, Errors).
  * Tokens are looked up by hash and never logged.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { apiError } from '../errors.ts';
@@ -18,6 +19,25 @@ declare module 'fastify' {
 export function bearerToken(header: string | undefined): string | null {
   const match = header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
   return match ? match[1] : null;
+}
+
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+/**
+ * An onRequest hook that admits only `Authorization: Bearer <key>` (the operator key, the metrics
+ * key); a wrong one counts as a failed authentication. Digests have one length, so the comparison
+ * takes the same time whatever was sent.
+ */
+export function requireStaticKey(key: string, failures: AuthFailureGuard, reason: 'operator' | 'metrics') {
+  const expected = digest(key);
+  return async (request: FastifyRequest) => {
+    await failures.check(request);
+    const given = bearerToken(request.headers.authorization);
+    if (given === null || !timingSafeEqual(digest(given), expected)) {
+      await failures.record(request);
+      throw apiError('UNAUTHORIZED', reason);
+    }
+  };
 }
 
 function authenticatePartner(tokens: TokenAuthenticator, failures: AuthFailureGuard) {

@@ -3,12 +3,11 @@
  * universities and stands in for the platform's own app; each area is a plugin of its own
  * behind the one key check here.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Database } from '../../db/database.ts';
 import type { TokenAuthenticator } from '../../domain/tokens.ts';
 import { apiError } from '../../errors.ts';
-import { bearerToken } from '../auth.ts';
+import { requireStaticKey } from '../auth.ts';
 import type { AuthFailureGuard } from '../rate-limits.ts';
 import { demoRoutes } from './demo.ts';
 import { onboardingRoutes } from './onboarding.ts';
@@ -16,19 +15,14 @@ import { recordRoutes } from './records.ts';
 import { studentRoutes } from './students.ts';
 import { tokenRoutes } from './tokens.ts';
 
-const digest = (value: string) => createHash('sha256').update(value).digest();
-
+/** Without PDS_ADMIN_KEY the operator API answers 404 to everything. */
 function requireAdminKey(adminKey: string | undefined, failures: AuthFailureGuard) {
-  const expected = adminKey === undefined ? null : digest(adminKey);
-  return async (request: FastifyRequest) => {
-    if (expected === null) throw apiError('NOT_FOUND', 'The operator API is disabled: PDS_ADMIN_KEY is not set.');
-    await failures.check(request);
-    const given = bearerToken(request.headers.authorization);
-    if (given === null || !timingSafeEqual(digest(given), expected)) {
-      await failures.record(request);
-      throw apiError('UNAUTHORIZED', 'operator');
-    }
-  };
+  if (adminKey === undefined) {
+    return async () => {
+      throw apiError('NOT_FOUND', 'The operator API is disabled: PDS_ADMIN_KEY is not set.');
+    };
+  }
+  return requireStaticKey(adminKey, failures, 'operator');
 }
 
 export interface OperatorApiOptions {
