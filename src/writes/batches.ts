@@ -4,9 +4,12 @@
  * service-wide unique address is decided once more; if it loses again it is CONCURRENT_WRITE.
  * A deadlock with another university's batch is such a race for every row the attempt changed:
  * the attempt runs in a savepoint, so the deadlock undoes it alone and never fails the batch.
+ * A dry run (Prefer: tx=rollback) is the same work in the same transaction, rolled back at the end
+ * instead of committed: its answer is the one the real write would give, and nothing stays.
  */
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
+import type { Queryable } from '../db/store.ts';
 import { beginBatch } from '../db/locks.ts';
 import { pipelined } from '../db/store.ts';
 import { inSavepoint } from '../db/savepoint.ts';
@@ -53,14 +56,34 @@ function validateRows<Row, Rejected extends { rejected: Rejection }, Result>(
   return { rows, results };
 }
 
+/** How a batch's transaction ends: `dryRun` rolls it back once every row has its outcome. */
+export interface WriteOptions {
+  readonly dryRun: boolean;
+}
+
+/** Thrown out of a dry run's finished transaction so that the store rolls it back. */
+class DryRunFinished extends Error {}
+
+/** Runs `work` in one partner transaction of the university, committed or, for a dry run, rolled back. */
+async function batchTransaction(db: Database, universityId: string, { dryRun }: WriteOptions, work: (tx: Queryable) => Promise<void>): Promise<void> {
+  try {
+    await db.asPartner({ universityIds: [universityId] }, async (tx) => {
+      await work(tx);
+      if (dryRun) throw new DryRunFinished();
+    });
+  } catch (error) {
+    if (!(error instanceof DryRunFinished)) throw error;
+  }
+}
+
 const isChange = (d: StudentDecision): d is Extract<StudentDecision, { kind: 'create' | 'update' }> => d.kind === 'create' || d.kind === 'update';
 
-export async function writeStudents(db: Database, universityId: string, mode: WriteMode, body: unknown) {
+export async function writeStudents(db: Database, universityId: string, mode: WriteMode, body: unknown, options: WriteOptions) {
   const raw = batchRows(body, 'students');
   const { rows, results } = validateRows(raw, (row, index) => validateStudentRow(row, index, mode),
     (v): StudentResult => ({ email: v.sentEmail, status: 'rejected', ...v.rejected }));
   const context = { mode, today: todayUtc(), newId: randomUUID };
-  await db.asPartner({ universityIds: [universityId] }, (tx) => pipelined(beginBatch(tx, universityId), async () => {
+  await batchTransaction(db, universityId, options, (tx) => pipelined(beginBatch(tx, universityId), async () => {
     // The lock is held before the state is read: the two travel in one pipeline.
     const losers = await settleRaces(rows, async (pending) => {
       const state = await loadStudentState(tx, universityId, pending);
@@ -84,11 +107,11 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
   };
 }
 
-export async function writeCohorts(db: Database, universityId: string, mode: WriteMode, body: unknown) {
+export async function writeCohorts(db: Database, universityId: string, mode: WriteMode, body: unknown, options: WriteOptions) {
   const raw = batchRows(body, 'cohorts');
   const { rows, results } = validateRows(raw, (row, index) => validateCohortRow(row, index, mode),
     (v): CohortResult => ({ name: v.name, status: 'rejected', ...v.rejected }));
-  await db.asPartner({ universityIds: [universityId] }, async (tx) => {
+  await batchTransaction(db, universityId, options, async (tx) => {
     await beginBatch(tx, universityId);
     const state = await loadCohortState(tx, universityId, rows);
     const decisions = decideCohortBatch(rows, state, mode, randomUUID);

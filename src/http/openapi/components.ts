@@ -148,6 +148,12 @@ export const PARAMETERS = {
     description: '`count=exact` (or `planned`, `estimated`) puts the total in Content-Range, and a partial page answers 206. '
       + '`handling=strict` refuses a preference the service does not know (PGRST122).',
   },
+  WritePrefer: {
+    name: 'Prefer', in: 'header', schema: { type: 'string' }, example: 'tx=rollback',
+    description: '`tx=rollback` makes the write a dry run: every row is validated, matched and decided and the answer is the one '
+      + 'the write would give, but nothing is kept (created ids are never assigned). `tx=commit` is the default. '
+      + '`handling=strict` refuses a preference the service does not know (PGRST122).',
+  },
 } satisfies Record<string, OpenAPIV3_1.ParameterObject>;
 
 export type ParameterName = keyof typeof PARAMETERS;
@@ -166,6 +172,7 @@ export const HEADERS = {
   'RateLimit-Limit': integerHeader('Requests allowed per window (a minute): reads per source address, writes per token.'),
   'RateLimit-Remaining': integerHeader('Requests left in the current window.'),
   'RateLimit-Reset': integerHeader('Seconds until the current window ends.'),
+  'Preference-Applied': { description: 'The preferences of the Prefer header that were honoured, e.g. `tx=rollback` for a dry run.', schema: { type: 'string' } },
   'Retry-After': integerHeader('Seconds to wait before retrying.'),
   'WWW-Authenticate': { description: '`Bearer`: the scheme the service authenticates with.', schema: { type: 'string' } },
 } satisfies Record<string, OpenAPIV3_1.HeaderObject>;

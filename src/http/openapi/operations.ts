@@ -109,12 +109,14 @@ function writeOperation(resource: WritableResource, { method, verb, requirement,
       tags: [resource],
       summary: `${verb[0].toUpperCase()}${verb.slice(1)} ${resource}`,
       description: `${meaning}\n\nAt most ${LIMITS.batchRows} rows per request (over it: 413 \`BATCH_TOO_LARGE\`, nothing written). `
-        + 'HTTP 200 means the batch was processed, not that every row was written: read `results`.',
+        + 'HTTP 200 means the batch was processed, not that every row was written: read `results`. '
+        + '`Prefer: tx=rollback` is a dry run: the same answer, nothing written.',
+      parameters: [parameterRef('WritePrefer')],
       requestBody: { required: true, content: { 'application/json': { schema: schemaRef(names.batch(requirement)) } } },
       responses: {
         200: {
           description: 'The batch was processed; each row has its outcome in `results`, in the order sent.',
-          headers: headerRefs(RATE_LIMIT_HEADERS),
+          headers: headerRefs([...RATE_LIMIT_HEADERS, 'Preference-Applied']),
           content: { 'application/json': { schema: schemaRef(names.result) } },
         },
       },

@@ -1,0 +1,458 @@
+/**
+ * pds-sync run as a child process (through its package.json launcher) against the service on a
+ * listening port, with CSV files in a temporary folder: a sync of a few thousand rows, a rerun, a
+ * dry run, the reject report, retries through a proxy that answers 503, 429 or drops the
+ * connection mid-run, bad input refused before anything is sent, and its output on a pipe and
+ * on a terminal.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { type IncomingMessage, type Server, type ServerResponse, createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { parse } from 'csv-parse/sync';
+import { stringify } from 'csv-stringify/sync';
+import { backoffMs, idempotencyKey, retryAfterMs } from '../tools/pds-sync/client.ts';
+import { readInputFile } from '../tools/pds-sync/csv-input.ts';
+import { Harness, backends } from './support/harness.ts';
+
+const BIN = fileURLToPath(new URL('../tools/pds-sync/bin.mjs', import.meta.url));
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function runSync(args: string[], options: { cwd: string; env?: Record<string, string | undefined> }): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...process.env, ...options.env }, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** The summary table's line for a resource: its counts by outcome. */
+function summaryOf(stdout: string, resource: string): Record<string, number> | undefined {
+  const lines = stdout.split('\n');
+  const header = lines.find((l) => /^resource\s+created\s+updated\s+unchanged\s+rejected$/.test(l));
+  if (!header) return undefined;
+  const line = lines.slice(lines.indexOf(header)).find((l) => l.startsWith(`${resource} `));
+  if (!line) return undefined;
+  const [, created, updated, unchanged, rejected] = line.trim().split(/\s+/);
+  return { created: Number(created), updated: Number(updated), unchanged: Number(unchanged), rejected: Number(rejected) };
+}
+
+const csv = (rows: unknown[][]) => stringify(rows);
+
+/** A proxy in front of the service that can answer a request itself; it records what it saw. */
+class Proxy {
+  readonly seen: { at: number; method: string; key: string | undefined; prefer: string | undefined; status: number }[] = [];
+  private readonly server: Server;
+  /**
+   * What to do with the n-th request (from 1): answer it itself (true), forward it (false), or
+   * forward it and drop the connection instead of passing the answer on ('lose-answer').
+   */
+  script: (n: number, req: IncomingMessage, res: ServerResponse) => boolean | 'lose-answer' = () => false;
+
+  constructor(private readonly target: URL | null) {
+    this.server = createServer((req, res) => {
+      const n = this.seen.length + 1;
+      const entry = { at: Date.now(), method: req.method ?? '', key: req.headers['idempotency-key'] as string | undefined, prefer: req.headers.prefer as string | undefined, status: 0 };
+      this.seen.push(entry);
+      res.on('finish', () => { entry.status = res.statusCode; });
+      const action = this.script(n, req, res);
+      if (action === true) return;
+      if (!this.target) {
+        res.writeHead(502).end();
+        return;
+      }
+      const upstream = httpRequest({ host: this.target.hostname, port: this.target.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+        if (action === 'lose-answer') {
+          answer.resume();
+          answer.on('end', () => req.socket.destroy());
+          return;
+        }
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      req.pipe(upstream);
+    });
+  }
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+describe('pds-sync pure parts', () => {
+  test('the Idempotency-Key depends on everything sent and on nothing else', () => {
+    const key = idempotencyKey('PUT', '/v1/students', null, '{"students":[1]}');
+    assert.equal(key, idempotencyKey('PUT', '/v1/students', null, '{"students":[1]}'));
+    assert.match(key, /^pds-sync-[0-9a-f]{64}$/);
+    for (const other of [
+      idempotencyKey('POST', '/v1/students', null, '{"students":[1]}'),
+      idempotencyKey('PUT', '/v1/cohorts', null, '{"students":[1]}'),
+      idempotencyKey('PUT', '/v1/students', 'tx=rollback, handling=strict', '{"students":[1]}'),
+      idempotencyKey('PUT', '/v1/students', null, '{"students":[2]}'),
+    ]) assert.notEqual(other, key);
+  });
+
+  test('CSV rows: the line each record starts on (CRLF, blank lines, quoted line breaks) and values by field kind', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pds-sync-csv-'));
+    try {
+      const path = join(dir, 'cohorts.csv');
+      await writeFile(path, [
+        '\uFEFFname,Title,program,degree,start_date,end_date,intake_year,intake_term,resume_template_names,study_mode',
+        'a,"Two\r\nLines",P,D,2024-01-01,2025-01-01,2024,Fall,Classic; Modern,',
+        '',
+        'b,B,P,D,2024-01-01,2025-01-01,twenty,Fall,,online',
+      ].join('\r\n'));
+      const read = (emptyAsNull: boolean) => readInputFile('cohorts', path, { mapping: { display_name: 'Title' }, needed: ['name', 'display_name'], emptyAsNull });
+      const { rows } = await read(false);
+      assert.deepEqual(rows.map((r) => r.line), [2, 5]);
+      assert.deepEqual(rows[0].body, {
+        name: 'a', display_name: 'Two\nLines', program: 'P', degree: 'D', start_date: '2024-01-01', end_date: '2025-01-01',
+        intake_year: 2024, intake_term: 'Fall', resume_template_names: ['Classic', 'Modern'],
+      });
+      assert.equal(rows[1].body.intake_year, 'twenty', 'a value the kind cannot read is sent as it is, for the service to refuse');
+      assert.equal(rows[1].fields.Title, 'B');
+      assert.deepEqual((await read(true)).rows[0].body.study_mode, null);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('Retry-After is read as seconds or as an HTTP date', () => {
+    assert.equal(retryAfterMs('3'), 3000);
+    assert.equal(retryAfterMs(new Date(10_000 + 5_000).toUTCString(), 10_000), 5000);
+    assert.equal(retryAfterMs(null), null);
+    assert.equal(retryAfterMs('soon'), null);
+  });
+
+  test('back-off doubles per retry with jitter, is capped, and never undercuts Retry-After', () => {
+    const policy = { baseDelayMs: 1000, maxDelayMs: 8000 };
+    assert.equal(backoffMs(1, policy, null, () => 0), 500);
+    assert.equal(backoffMs(1, policy, null, () => 1), 1000);
+    assert.equal(backoffMs(3, policy, null, () => 1), 4000);
+    assert.equal(backoffMs(10, policy, null, () => 1), 8000);
+    assert.equal(backoffMs(1, policy, 30_000, () => 0), 30_000);
+    assert.ok(backoffMs(1, policy, 30_000, () => 1) > 30_000);
+    assert.ok(backoffMs(1, policy, 30_000, () => 1) <= 31_000);
+  });
+});
+
+// Each case is a process of its own and none reaches the service: they run side by side.
+describe('pds-sync: bad input is refused before anything is sent', { concurrency: true }, () => {
+  let dir: string;
+  let proxy: Proxy;
+  let url: string;
+  const env = { PDS_TOKEN: 'pds_not_checked' };
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'pds-sync-input-'));
+    proxy = new Proxy(null);
+    url = await proxy.start();
+    await writeFile(join(dir, 'students.csv'), csv([
+      ['Email', 'First', 'Last', 'Cohort', 'Alumni'],
+      ['a@example.edu', 'Ada', 'Lovelace', 'cs', 'no'],
+    ]));
+    await writeFile(join(dir, 'unclosed.csv'), 'email,first_name,last_name,cohort_name,is_alumni\na@example.edu,Ada,"Love,cs,false\n');
+    await writeFile(join(dir, 'ragged.csv'), 'email,first_name,last_name,cohort_name,is_alumni\na@example.edu,Ada,Lovelace,cs,false\nb@example.edu,Bo,Lee,cs,false,extra\n');
+    await writeFile(join(dir, 'config.json'), JSON.stringify({ url, students: { file: 'students.csv', columns: { email: 'Email', first_name: 'First', last_name: 'Last', cohort_name: 'Cohort', is_alumni: 'Alumni' } } }));
+    await writeFile(join(dir, 'bad-config.json'), JSON.stringify({ url, students: { file: 'students.csv', columns: { birthday: 'Born' } } }));
+    await writeFile(join(dir, 'empty-token'), '\n');
+  });
+  after(async () => {
+    await proxy.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const mapped = ['--map', 'students.email=Email', '--map', 'students.first_name=First', '--map', 'students.last_name=Last', '--map', 'students.cohort_name=Cohort', '--map', 'students.is_alumni=Alumni'];
+  const cases: { name: string; args: () => string[]; env?: Record<string, string | undefined>; message: RegExp }[] = [
+    { name: 'a mapped column the file lacks', args: () => ['--url', url, '--students', 'students.csv', ...mapped, '--map', 'students.phone=Mobile'], message: /column "Mobile" mapped to students\.phone is not in the file's header/ },
+    { name: 'a field the mode needs without a column', args: () => ['--url', url, '--students', 'students.csv', '--map', 'students.email=Email'], message: /no column for students\.first_name, students\.last_name, students\.cohort_name, students\.is_alumni/ },
+    { name: 'an unclosed quote', args: () => ['--url', url, '--students', 'unclosed.csv'], message: /unclosed\.csv: Quote Not Closed/ },
+    { name: 'a line with more cells than the header', args: () => ['--url', url, '--students', 'ragged.csv'], message: /ragged\.csv: Invalid Record Length: expect 5, got 6 on line 3/ },
+    { name: 'an unknown option', args: () => ['--url', url, '--students', 'students.csv', '--frobnicate'], message: /unknown option '--frobnicate'/ },
+    { name: 'a missing file', args: () => ['--url', url, '--students', 'nowhere.csv'], message: /nowhere\.csv: cannot read the students file \(ENOENT\)/ },
+    { name: 'a missing configuration file', args: () => ['--config', 'nowhere.json'], message: /nowhere\.json: cannot read the configuration file/ },
+    { name: 'a configuration mapping a field the resource lacks', args: () => ['--config', 'bad-config.json'], message: /bad-config\.json: \/students\/columns must not have additional properties: birthday/ },
+    { name: 'a non-numeric batch size', args: () => ['--config', 'config.json', '--batch-size', 'lots'], message: /--batch-size <rows>' argument 'lots' is invalid\. Not a whole number/ },
+    { name: 'a batch size over the limit', args: () => ['--config', 'config.json', '--batch-size', '501'], message: /argument '501' is invalid\. Must be from 1 to 500/ },
+    { name: 'an unknown mode', args: () => ['--config', 'config.json', '--mode', 'merge'], message: /argument 'merge' is invalid\. Allowed choices are put, post, patch/ },
+    { name: 'a mapping of an unknown field', args: () => ['--config', 'config.json', '--map', 'students.birthday=Born'], message: /students has no field "birthday"/ },
+    { name: 'no token', args: () => ['--config', 'config.json'], env: { PDS_TOKEN: undefined }, message: /no token: set PDS_TOKEN or pass --token-file/ },
+    { name: 'an empty token file', args: () => ['--config', 'config.json', '--token-file', 'empty-token'], message: /empty-token: the token file is empty/ },
+    { name: 'no URL', args: () => ['--students', 'students.csv', ...mapped], message: /no service URL/ },
+    { name: 'nothing to sync', args: () => ['--url', url], message: /nothing to sync/ },
+  ];
+  for (const { name, args, env: extra, message } of cases) {
+    test(name, async () => {
+      const run = await runSync(args(), { cwd: dir, env: { ...env, ...extra } });
+      assert.equal(run.code, 1, run.stdout + run.stderr);
+      assert.match(run.stderr, message);
+      assert.equal(proxy.seen.length, 0, 'a request was sent');
+    });
+  }
+
+  test('the same configuration without the bad flags is good input: it reaches the service', async () => {
+    const other = new Proxy(null);
+    const otherUrl = await other.start();
+    try {
+      const run = await runSync(['--config', 'config.json', '--url', otherUrl, '--max-attempts', '1'], { cwd: dir, env });
+      assert.equal(run.code, 1);
+      assert.match(run.stderr, /PUT \/v1\/students failed after 1 attempt: 502/);
+      assert.equal(other.seen.length, 1);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+for (const backend of backends()) {
+  describe(`pds-sync against the service on ${backend}`, () => {
+    let h: Harness;
+    let dir: string;
+    let serviceUrl: string;
+    let university: string;
+    let env: Record<string, string>;
+    const STUDENTS = 1_200;
+
+    const COHORT_HEADER = ['Code', 'Title', 'Programme', 'Award', 'Starts', 'Ends', 'Intake Year', 'Term', 'Campus', 'Templates'];
+    const cohortRows = (tag: string) => [
+      [`${tag}-cs`, 'Computer Science', 'Computer Science', 'BSc', '2024-09-01', '2999-06-30', '2024', 'Fall', 'Main', ''],
+      [`${tag}-hist`, 'History', 'History', 'BA', '2018-09-01', '2021-06-30', '2018', 'Spring', '', ''],
+    ];
+    const STUDENT_HEADER = ['Student Number', 'Email', 'Given Name', 'Family Name', 'Class', 'Alumnus', 'Mobile'];
+    const studentRows = (tag: string, count: number) => Array.from({ length: count }, (_, i) => [
+      `${tag}-${i}`, `${tag}.${i}@sync.example.edu`, 'Given', `Family ${i}`, i % 2 ? `${tag}-cs` : `${tag}-hist`, i % 2 ? 'no' : 'yes', '',
+    ]);
+    const COLUMNS = {
+      cohorts: { name: 'Code', display_name: 'Title', program: 'Programme', degree: 'Award', start_date: 'Starts', end_date: 'Ends', intake_year: 'Intake Year', intake_term: 'Term', campus_name: 'Campus', resume_template_names: 'Templates' },
+      students: { external_id: 'Student Number', email: 'Email', first_name: 'Given Name', last_name: 'Family Name', cohort_name: 'Class', is_alumni: 'Alumnus', phone: 'Mobile' },
+    };
+
+    /** Writes a configuration and the two CSV files for a data set tagged `tag`; returns the configuration's name. */
+    async function dataSet(tag: string, count: number, url = serviceUrl, extraStudents: unknown[][] = []): Promise<string> {
+      await writeFile(join(dir, `${tag}-cohorts.csv`), csv([COHORT_HEADER, ...cohortRows(tag)]));
+      await writeFile(join(dir, `${tag}-students.csv`), csv([STUDENT_HEADER, ...studentRows(tag, count), ...extraStudents]));
+      await writeFile(join(dir, `${tag}.json`), JSON.stringify({
+        url, rejectReport: `${tag}-rejects.csv`,
+        cohorts: { file: `${tag}-cohorts.csv`, columns: COLUMNS.cohorts },
+        students: { file: `${tag}-students.csv`, columns: COLUMNS.students },
+      }, null, 2));
+      return `${tag}.json`;
+    }
+    const studentsOf = (tag: string) => h.sql<{ email: string; is_alumni: boolean; external_id: string }>(
+      `select email, is_alumni, external_id from students where university_id = $1 and email like $2 order by email`, [university, `${tag}.%`]);
+
+    before(async () => {
+      h = await Harness.start(backend);
+      await h.app.listen({ port: 0, host: '127.0.0.1' });
+      serviceUrl = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+      university = (await h.admin('POST', '/universities', { name: 'Sync University' })).json.id;
+      await h.admin('POST', '/campuses', { university_id: university, name: 'Main' });
+      env = { PDS_TOKEN: (await h.admin('POST', '/tokens', { university_id: university, can_write: true })).json.token };
+      dir = await mkdtemp(join(tmpdir(), 'pds-sync-'));
+    });
+    after(async () => {
+      await h.close();
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    test('a sync of a few thousand rows: cohorts first, students in batches, plain lines on a pipe; a rerun changes nothing', async () => {
+      const config = await dataSet('happy', STUDENTS);
+      const run = await runSync(['--config', config, '--batch-size', '500'], { cwd: dir, env });
+      assert.equal(run.code, 0, run.stdout + run.stderr);
+      assert.deepEqual(summaryOf(run.stdout, 'cohorts'), { created: 2, updated: 0, unchanged: 0, rejected: 0 });
+      assert.deepEqual(summaryOf(run.stdout, 'students'), { created: STUDENTS, updated: 0, unchanged: 0, rejected: 0 });
+      const lines = run.stdout.split('\n');
+      assert.ok(lines.indexOf('cohorts: 2 rows in 1 batch') < lines.indexOf(`students: ${STUDENTS} rows in 3 batches`));
+      assert.ok(lines.some((l) => /^students: batch 3\/3 done, 1200\/1200 rows, \d+ rows\/s \(created 200, updated 0, unchanged 0, rejected 0\)$/.test(l)), run.stdout);
+      assert.doesNotMatch(run.stdout, /\r|\x1b\[/, 'no bar or terminal control on a pipe');
+      const stored = await studentsOf('happy');
+      assert.equal(stored.length, STUDENTS);
+      assert.deepEqual(stored.find((s) => s.email === 'happy.7@sync.example.edu'), { email: 'happy.7@sync.example.edu', is_alumni: false, external_id: 'happy-7' });
+      assert.equal(stored.find((s) => s.email === 'happy.8@sync.example.edu')!.is_alumni, true);
+      const [cohort] = await h.sql<{ campus_name: string; intake_year: number; resume_template_names: string[] }>(
+        `select c.name, p.name as campus_name, c.intake_year, c.resume_template_names from cohorts c left join campuses p on p.id = c.campus_id where c.university_id = $1 and c.name = 'happy-cs'`, [university]);
+      assert.deepEqual({ ...cohort }, { name: 'happy-cs', campus_name: 'Main', intake_year: 2024, resume_template_names: [] });
+      assert.deepEqual(parse(await readFile(join(dir, 'happy-rejects.csv'), 'utf8')), [['resource', 'file', 'line', 'code', 'message', ...new Set([...COHORT_HEADER, ...STUDENT_HEADER])]]);
+
+      const rerun = await runSync(['--config', config], { cwd: dir, env });
+      assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
+      assert.deepEqual(summaryOf(rerun.stdout, 'cohorts'), { created: 0, updated: 0, unchanged: 2, rejected: 0 });
+      assert.deepEqual(summaryOf(rerun.stdout, 'students'), { created: 0, updated: 0, unchanged: STUDENTS, rejected: 0 });
+    });
+
+    test('--dry-run: the summary says what would happen and nothing is written', async () => {
+      const config = await dataSet('dry', 30);
+      // The cohorts exist; the students do not.
+      await writeFile(join(dir, 'dry-cohorts-only.json'), JSON.stringify({ url: serviceUrl, cohorts: { file: 'dry-cohorts.csv', columns: COLUMNS.cohorts } }));
+      assert.equal((await runSync(['--config', 'dry-cohorts-only.json'], { cwd: dir, env })).code, 0);
+      const before = await h.sql('select count(*)::int as n from students where university_id = $1', [university]);
+      const history = await h.sql('select count(*)::int as n from alumni_flag_history');
+      const run = await runSync(['--config', config, '--dry-run', '--batch-size', '7'], { cwd: dir, env });
+      assert.equal(run.code, 0, run.stdout + run.stderr);
+      assert.match(run.stdout, /Dry run \(Prefer: tx=rollback\)/);
+      assert.match(run.stdout, /Dry run: nothing was written\./);
+      assert.deepEqual(summaryOf(run.stdout, 'cohorts'), { created: 0, updated: 0, unchanged: 2, rejected: 0 });
+      assert.deepEqual(summaryOf(run.stdout, 'students'), { created: 30, updated: 0, unchanged: 0, rejected: 0 });
+      assert.deepEqual(await h.sql('select count(*)::int as n from students where university_id = $1', [university]), before);
+      assert.deepEqual(await h.sql('select count(*)::int as n from alumni_flag_history'), history);
+      assert.deepEqual(await studentsOf('dry'), []);
+    });
+
+    test('a dry run says which student rows fail only because their cohort is new in the same run', async () => {
+      const config = await dataSet('fresh', 4);
+      const run = await runSync(['--config', config, '--dry-run'], { cwd: dir, env });
+      assert.equal(run.code, 2, run.stdout + run.stderr);
+      assert.deepEqual(summaryOf(run.stdout, 'cohorts'), { created: 2, updated: 0, unchanged: 0, rejected: 0 });
+      assert.deepEqual(summaryOf(run.stdout, 'students'), { created: 0, updated: 0, unchanged: 0, rejected: 4 });
+      assert.match(run.stdout, /Of those, 4 student rows name a cohort this run would create/);
+      assert.deepEqual(await h.sql(`select name from cohorts where university_id = $1 and name like 'fresh-%'`, [university]), []);
+    });
+
+    test('rejected rows end in the reject report with their input line, fields, code and message', async () => {
+      const config = await dataSet('rej', 5, serviceUrl, [
+        ['rej-bad', 'not-an-address', 'Bad', 'Email', 'rej-cs', 'no', ''],
+        ['rej-multi', 'rej.multi@sync.example.edu', 'Two\nLines', 'Name', 'rej-cs', 'no', ''],
+        ['rej-phone', 'rej.phone@sync.example.edu', 'Bad', 'Phone', 'rej-cs', 'no', '0123'],
+        ['rej-nocohort', 'rej.nocohort@sync.example.edu', 'No', 'Cohort', 'rej-none', 'maybe', ''],
+      ]);
+      const run = await runSync(['--config', config], { cwd: dir, env });
+      assert.equal(run.code, 2, run.stdout + run.stderr);
+      assert.deepEqual(summaryOf(run.stdout, 'students'), { created: 5, updated: 0, unchanged: 0, rejected: 4 });
+      assert.match(run.stdout, /Rejected rows: 4, listed in .*rej-rejects\.csv/);
+      const report = parse(await readFile(join(dir, 'rej-rejects.csv'), 'utf8'), { columns: true }) as Record<string, string>[];
+      // Header on line 1, five generated rows on lines 2-6, the bad email on 7, the two-line name on 8-9.
+      assert.deepEqual(report.map((r) => [r.resource, r.file, r.line, r.code, r.Email]), [
+        ['students', join(dir, 'rej-students.csv'), '7', 'INVALID_EMAIL', 'not-an-address'],
+        ['students', join(dir, 'rej-students.csv'), '8', 'INVALID_FIELD', 'rej.multi@sync.example.edu'],
+        ['students', join(dir, 'rej-students.csv'), '10', 'INVALID_PHONE', 'rej.phone@sync.example.edu'],
+        ['students', join(dir, 'rej-students.csv'), '11', 'INVALID_FIELD', 'rej.nocohort@sync.example.edu'],
+      ]);
+      const lines = (await readFile(join(dir, 'rej-students.csv'), 'utf8')).split('\n');
+      assert.match(lines[6], /^rej-bad,not-an-address,/);
+      assert.match(lines[7], /^rej-multi,/);
+      assert.match(lines[9], /^rej-phone,/);
+      assert.ok(report.every((r) => r.message.length > 0));
+      assert.equal(report[1]['Given Name'], 'Two\nLines');
+      assert.equal(report[2].Mobile, '0123');
+      assert.equal(report[3]['Student Number'], 'rej-nocohort');
+      assert.match(report[3].message, /is_alumni/);
+    });
+
+    test('503, 429 and a dropped connection mid-run are retried after Retry-After: nothing lost, nothing doubled', async () => {
+      const proxy = new Proxy(new URL(serviceUrl));
+      const proxyUrl = await proxy.start();
+      try {
+        const COUNT = 2_000;
+        const config = await dataSet('retry', COUNT, proxyUrl);
+        // Request 1 is the cohorts; 2-5 the student batches. Batch 2 gets a 503, then a 429, then goes through;
+        // batch 3 is written, but its connection drops before the answer comes back, so it is sent again.
+        proxy.script = (n, _req, res) => {
+          if (n === 3) {
+            res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"code":"DATABASE_UNAVAILABLE","message":"The data store is not answering.","details":null,"hint":null}');
+            return true;
+          }
+          if (n === 4) {
+            res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"code":"RATE_LIMITED","message":"Too many writes.","details":null,"hint":null}');
+            return true;
+          }
+          return n === 6 ? 'lose-answer' : false;
+        };
+        const run = await runSync(['--config', config, '--retry-base-ms', '200'], { cwd: dir, env });
+        assert.equal(run.code, 0, run.stdout + run.stderr);
+        // The batch whose answer was lost was written: its replay finds it unchanged (or, with idempotency keys, replays the answer).
+        const students = summaryOf(run.stdout, 'students')!;
+        assert.equal(students.created + students.unchanged, COUNT);
+        assert.deepEqual([students.updated, students.rejected], [0, 0]);
+        assert.match(run.stdout, /students: batch 2\/4: 503 DATABASE_UNAVAILABLE: The data store is not answering\.; attempt 2 of 6 in 1\.\d s/);
+        assert.match(run.stdout, /students: batch 2\/4: 429 RATE_LIMITED: Too many writes\.; attempt 3 of 6 in 1\.\d s/);
+        assert.match(run.stdout, /students: batch 3\/4: no answer \(\w+\); attempt 2 of 6/);
+        const seen = proxy.seen;
+        assert.deepEqual(seen.map((s) => s.status), [200, 200, 503, 429, 200, 0, 200, 200]);
+        assert.ok(seen[3].at - seen[2].at >= 1000, `the retry after a 503 came ${seen[3].at - seen[2].at} ms later`);
+        assert.ok(seen[4].at - seen[3].at >= 1000, `the retry after a 429 came ${seen[4].at - seen[3].at} ms later`);
+        assert.equal(new Set([seen[2].key, seen[3].key, seen[4].key]).size, 1, 'a retry repeats its Idempotency-Key');
+        assert.equal(seen[5].key, seen[6].key);
+        assert.equal(new Set(seen.map((s) => s.key)).size, 5, 'each batch has its own key');
+        const stored = await studentsOf('retry');
+        assert.equal(stored.length, COUNT);
+        assert.equal(new Set(stored.map((s) => s.external_id)).size, COUNT);
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    test('a service that keeps failing: bounded attempts, then exit 1 with the report and summary of what was done', async () => {
+      const proxy = new Proxy(new URL(serviceUrl));
+      const proxyUrl = await proxy.start();
+      try {
+        const config = await dataSet('down', 10, proxyUrl);
+        proxy.script = (n, _req, res) => {
+          if (n === 1) return false;
+          res.writeHead(503, { 'retry-after': '0' }).end();
+          return true;
+        };
+        const run = await runSync(['--config', config, '--max-attempts', '3', '--retry-base-ms', '10'], { cwd: dir, env });
+        assert.equal(run.code, 1, run.stdout + run.stderr);
+        assert.equal(proxy.seen.length, 4);
+        assert.match(run.stderr, /PUT \/v1\/students failed after 3 attempts: 503 Service Unavailable/);
+        assert.match(run.stderr, /Run it again to continue/);
+        assert.deepEqual(summaryOf(run.stdout, 'cohorts'), { created: 2, updated: 0, unchanged: 0, rejected: 0 });
+        assert.equal(summaryOf(run.stdout, 'students')!.created, 0);
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    test('a refusal a retry cannot fix (a read token) stops at once', async () => {
+      const config = await dataSet('refused', 3);
+      const readToken = (await h.admin('POST', '/tokens', { university_id: university })).json.token;
+      await writeFile(join(dir, 'read-token'), `${readToken}\n`);
+      const run = await runSync(['--config', config, '--token-file', 'read-token'], { cwd: dir, env: { PDS_TOKEN: undefined } });
+      assert.equal(run.code, 1);
+      assert.match(run.stderr, /PUT \/v1\/cohorts was refused: 403 WRITE_NOT_ENABLED/);
+      assert.deepEqual(await h.sql(`select name from cohorts where university_id = $1 and name like 'refused-%'`, [university]), []);
+    });
+
+    test('--mode patch needs only the key column; an empty cell is left out unless --empty-as-null', async () => {
+      await writeFile(join(dir, 'patch.csv'), csv([['Email', 'Mobile'], ['happy.1@sync.example.edu', '+447700900001'], ['happy.3@sync.example.edu', '+447700900003']]));
+      const args = ['--url', serviceUrl, '--mode', 'patch', '--students', 'patch.csv', '--map', 'students.email=Email', '--map', 'students.phone=Mobile'];
+      assert.equal((await runSync(args, { cwd: dir, env })).code, 0);
+      await writeFile(join(dir, 'patch.csv'), csv([['Email', 'Mobile'], ['happy.1@sync.example.edu', ''], ['happy.3@sync.example.edu', '']]));
+      const untouched = await runSync(args, { cwd: dir, env });
+      assert.deepEqual(summaryOf(untouched.stdout, 'students'), { created: 0, updated: 0, unchanged: 2, rejected: 0 });
+      const cleared = await runSync([...args, '--empty-as-null'], { cwd: dir, env });
+      assert.deepEqual(summaryOf(cleared.stdout, 'students'), { created: 0, updated: 2, unchanged: 0, rejected: 0 });
+      assert.deepEqual(await h.sql(`select phone from students where email in ('happy.1@sync.example.edu', 'happy.3@sync.example.edu')`), [{ phone: null }, { phone: null }]);
+    });
+
+    test('on a terminal: a progress bar with rows per second', async () => {
+      const config = await dataSet('tty', 600);
+      const command = [process.execPath, BIN, '--config', config, '--batch-size', '100'].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+      // script(1) runs the command on a pseudo-terminal, so its standard output is a TTY.
+      const run = await new Promise<Run>((resolve) => {
+        execFile('script', ['-qec', command, '/dev/null'], { cwd: dir, env: { ...process.env, ...env, TERM: 'xterm' } }, (error, stdout, stderr) =>
+          resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+      });
+      assert.equal(run.code, 0, run.stdout + run.stderr);
+      assert.match(run.stdout, /students +\|[\u2588\u2591]{40}\| 600\/600 rows \| \d+ rows\/s/);
+      assert.doesNotMatch(run.stdout, /batch \d+\/\d+ done/, 'no plain lines on a terminal');
+      assert.deepEqual(summaryOf(run.stdout.replaceAll('\r', ''), 'students'), { created: 600, updated: 0, unchanged: 0, rejected: 0 });
+    });
+  });
+}

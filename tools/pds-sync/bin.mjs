@@ -1,0 +1,7 @@
+#!/usr/bin/env node
+// The `pds-sync` command (package.json "bin"): runs the TypeScript through tsx, so a checkout needs no build.
+import { register } from 'tsx/esm/api';
+
+register();
+const { run } = await import('./main.ts');
+process.exitCode = await run(process.argv.slice(2), process.env, process.stdout, process.stderr);

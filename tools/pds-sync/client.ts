@@ -1,0 +1,139 @@
+/**
+ * One batch write over HTTP, retried while a retry can help: on 429, on 5xx and when the request
+ * never got an answer (connection refused or reset, timeout). The wait is exponential with jitter,
+ * and never shorter than the Retry-After the service sent. Each batch carries an Idempotency-Key
+ * derived from what is sent, so a retry (or a rerun of the same files) repeats it.
+ */
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { WritableResource } from '../../src/resources/write-shapes.ts';
+import type { WriteMode } from '../../src/writes/batch.ts';
+import { SyncRequestError } from './errors.ts';
+
+export interface RetryPolicy {
+  /** Attempts per batch, the first included. */
+  readonly maxAttempts: number;
+  /** The first retry waits about this long; each further one about twice as long as the one before. */
+  readonly baseDelayMs: number;
+  /** No wait is longer than this, except one the service asked for with Retry-After. */
+  readonly maxDelayMs: number;
+  /** One attempt may take this long before it is abandoned and counted as unanswered. */
+  readonly timeoutMs: number;
+}
+
+export interface BatchRequest {
+  readonly baseUrl: URL;
+  readonly token: string;
+  readonly resource: WritableResource;
+  readonly mode: WriteMode;
+  readonly rows: readonly unknown[];
+  readonly dryRun: boolean;
+}
+
+export interface RowResult {
+  readonly status: 'created' | 'updated' | 'unchanged' | 'rejected';
+  readonly code?: string;
+  readonly message?: string;
+  readonly notes?: readonly string[];
+}
+
+export interface BatchResponse {
+  readonly counts: Record<RowResult['status'], number>;
+  readonly results: readonly RowResult[];
+  readonly dropped_fields: readonly string[];
+}
+
+/** What a retry is about to do, for the progress output. */
+export interface RetryNotice {
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly reason: string;
+  readonly delayMs: number;
+}
+
+const METHODS: Record<WriteMode, string> = { put: 'PUT', post: 'POST', patch: 'PATCH' };
+
+/** The preference a dry run sends: strict, so that a service that cannot honour it refuses instead of writing. */
+export const DRY_RUN_PREFERENCE = 'tx=rollback, handling=strict';
+
+/** The key a batch is sent with: the same method, resource, preference and rows always give the same key. */
+export function idempotencyKey(method: string, path: string, prefer: string | null, body: string): string {
+  return `pds-sync-${createHash('sha256').update(`${method} ${path}\n${prefer ?? ''}\n${body}`).digest('hex')}`;
+}
+
+/** Retry-After as seconds or an HTTP date, in milliseconds from now; null when absent or unreadable. */
+export function retryAfterMs(header: string | null, now = Date.now()): number | null {
+  if (header === null) return null;
+  const value = header.trim();
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? null : Math.max(0, date - now);
+}
+
+/**
+ * The wait before retry number `retry` (1 for the first): half of the exponential step plus a
+ * random share of the other half, so clients that failed together do not retry together; at
+ * least what Retry-After asked for, plus a little jitter so they do not all return at once.
+ */
+export function backoffMs(retry: number, policy: Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs'>, retryAfter: number | null, random = Math.random): number {
+  const step = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
+  const backoff = step / 2 + random() * (step / 2);
+  if (retryAfter === null) return Math.round(backoff);
+  return Math.round(retryAfter + random() * Math.min(policy.baseDelayMs, retryAfter / 10 + 100));
+}
+
+const isRetryableStatus = (status: number) => status === 429 || status >= 500;
+
+/** The service's error body as one line: `code: message`. */
+async function describeRefusal(response: Response): Promise<string> {
+  const text = await response.text();
+  try {
+    const body = JSON.parse(text) as { code?: string; message?: string };
+    if (body.code || body.message) return `${response.status} ${body.code ?? ''}: ${body.message ?? ''}`.trim();
+  } catch {
+    // Not the service's JSON error body (a proxy's page, say): its status is what there is to say.
+  }
+  return `${response.status} ${response.statusText}`;
+}
+
+export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRetry: (notice: RetryNotice) => void): Promise<BatchResponse> {
+  const url = new URL(`v1/${request.resource}`, request.baseUrl);
+  const method = METHODS[request.mode];
+  const body = JSON.stringify({ [request.resource]: request.rows });
+  const prefer = request.dryRun ? DRY_RUN_PREFERENCE : null;
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${request.token}`,
+    'content-type': 'application/json',
+    'idempotency-key': idempotencyKey(method, url.pathname, prefer, body),
+    'user-agent': 'pds-sync',
+    ...(prefer ? { prefer } : {}),
+  };
+  for (let attempt = 1; ; attempt++) {
+    let reason: string;
+    let retryAfter: number | null = null;
+    try {
+      const response = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(policy.timeoutMs) });
+      if (response.ok) {
+        if (request.dryRun && !/\btx=rollback\b/.test(response.headers.get('preference-applied') ?? '')) {
+          throw new SyncRequestError(`${method} ${url.pathname}: the service did not confirm the dry run (no Preference-Applied: tx=rollback); stopping.`);
+        }
+        return (await response.json()) as BatchResponse;
+      }
+      if (!isRetryableStatus(response.status)) {
+        throw new SyncRequestError(`${method} ${url.pathname} was refused: ${await describeRefusal(response)}`);
+      }
+      reason = await describeRefusal(response);
+      retryAfter = retryAfterMs(response.headers.get('retry-after'));
+    } catch (error) {
+      if (error instanceof SyncRequestError) throw error;
+      const cause = (error as { cause?: { code?: string } }).cause?.code;
+      reason = (error as Error).name === 'TimeoutError' ? `no answer within ${policy.timeoutMs} ms` : `no answer (${cause ?? (error as Error).message})`;
+    }
+    if (attempt >= policy.maxAttempts) {
+      throw new SyncRequestError(`${method} ${url.pathname} failed after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${reason}`);
+    }
+    const delayMs = backoffMs(attempt, policy, retryAfter);
+    onRetry({ attempt: attempt + 1, maxAttempts: policy.maxAttempts, reason, delayMs });
+    await sleep(delayMs);
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * Reading a SIS export: one CSV file per resource, its columns mapped to the resource's write
+ * fields (src/resources/write-shapes.ts), each cell turned into the JSON value its field's kind
+ * takes. Values are not validated here: the service does that row by row and says why in the
+ * row's code, so the reject report carries the service's own reasons.
+ */
+import { readFile } from 'node:fs/promises';
+import { parse } from 'csv-parse/sync';
+import { type FieldKind, WRITE_SHAPES, type WritableResource, type WriteField, fieldNames } from '../../src/resources/write-shapes.ts';
+import { SyncInputError } from './errors.ts';
+
+/** Write field → CSV column header. */
+export type ColumnMapping = Readonly<Record<string, string | undefined>>;
+
+export interface InputRow {
+  /** The line of the file the record starts on (the header is line 1). */
+  readonly line: number;
+  /** The record as read, column by column. */
+  readonly fields: Readonly<Record<string, string>>;
+  /** The JSON row sent to the service. */
+  readonly body: Readonly<Record<string, unknown>>;
+}
+
+export interface InputFile {
+  readonly resource: WritableResource;
+  readonly path: string;
+  readonly header: readonly string[];
+  readonly rows: readonly InputRow[];
+}
+
+/** The separator of a list field's entries in one cell (resume_template_names). */
+const LIST_SEPARATOR = ';';
+
+const TRUE_WORDS = new Set(['true', 't', 'yes', 'y', '1']);
+const FALSE_WORDS = new Set(['false', 'f', 'no', 'n', '0']);
+
+/** A cell's JSON value for a field of this kind; a cell the kind cannot read is sent as text, for the service to refuse. */
+const CONVERT: Record<FieldKind, (cell: string) => unknown> = {
+  text: (cell) => cell,
+  email: (cell) => cell,
+  phone: (cell) => cell,
+  date: (cell) => cell,
+  enum: (cell) => cell,
+  boolean: (cell) => {
+    const word = cell.toLowerCase();
+    return TRUE_WORDS.has(word) ? true : FALSE_WORDS.has(word) ? false : cell;
+  },
+  integer: (cell) => (/^[+-]?\d+$/.test(cell) ? Number(cell) : cell),
+  'text[]': (cell) => cell.split(LIST_SEPARATOR).map((entry) => entry.trim()).filter(Boolean),
+};
+
+/**
+ * Which column feeds each field: the mapping's, else a column named like the field. A mapped
+ * column the file lacks, or a field the mode needs with no column, is an input error.
+ */
+function resolveColumns(resource: WritableResource, path: string, header: readonly string[], mapping: ColumnMapping, needed: readonly string[]): Map<string, string> {
+  const shape = WRITE_SHAPES[resource];
+  const columns = new Map<string, string>();
+  for (const field of fieldNames(shape)) {
+    const mapped = mapping[field];
+    if (mapped !== undefined && !header.includes(mapped)) {
+      throw new SyncInputError(`${path}: the column "${mapped}" mapped to ${resource}.${field} is not in the file's header (${header.join(', ')}).`);
+    }
+    const column = mapped ?? (header.includes(field) ? field : undefined);
+    if (column !== undefined) columns.set(field, column);
+  }
+  const missing = needed.filter((field) => !columns.has(field));
+  if (missing.length > 0) {
+    throw new SyncInputError(`${path}: no column for ${missing.map((f) => `${resource}.${f}`).join(', ')}, which this mode needs; `
+      + `name a column after the field or map one (--map ${resource}.${missing[0]}=<column>).`);
+  }
+  return columns;
+}
+
+export interface ReadOptions {
+  readonly mapping: ColumnMapping;
+  /** Fields every row must have a column for (the key; on create, the create fields). */
+  readonly needed: readonly string[];
+  /** An empty cell of a nullable field is sent as null (clearing it); otherwise it is left out (left untouched). */
+  readonly emptyAsNull: boolean;
+}
+
+export async function readInputFile(resource: WritableResource, path: string, options: ReadOptions): Promise<InputFile> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new SyncInputError(`${path}: cannot read the ${resource} file (${(error as NodeJS.ErrnoException).code ?? String(error)}).`);
+  }
+  // csv-parse counts a CRLF inside a quoted field as two lines; with LF alone its line numbers are exact.
+  const [headerRecord, ...records] = parseCsv(path, text.replaceAll('\r\n', '\n'));
+  if (!headerRecord) throw new SyncInputError(`${path}: the file is empty; it needs a header line.`);
+  const header = headerRecord.record;
+  const repeated = header.find((name, i) => header.indexOf(name) !== i);
+  if (repeated !== undefined) throw new SyncInputError(`${path}: the header names the column "${repeated}" twice.`);
+  const columns = resolveColumns(resource, path, header, options.mapping, options.needed);
+  const fieldsOf: Readonly<Record<string, WriteField>> = WRITE_SHAPES[resource].fields;
+  const rows = records.map(({ record, info }): InputRow => {
+    const fields = Object.fromEntries(header.map((name, i) => [name, record[i]]));
+    const body: Record<string, unknown> = {};
+    for (const [field, column] of columns) {
+      const cell = fields[column];
+      const { kind, nullable } = fieldsOf[field];
+      if (cell !== '') body[field] = CONVERT[kind](cell);
+      else if (options.emptyAsNull && nullable) body[field] = null;
+    }
+    // info.lines is the record's last line; a quoted field's line breaks put its first line earlier.
+    const breaks = record.reduce((n, cell) => n + (cell.match(/\n/g)?.length ?? 0), 0);
+    return { line: info.lines - breaks, fields, body };
+  });
+  return { resource, path, header, rows };
+}
+
+interface ParsedRecord {
+  record: string[];
+  info: { lines: number };
+}
+
+/** Every record, the header first; a malformed file (an unclosed quote, a line with too many or too few cells) is an input error. */
+function parseCsv(path: string, text: string): ParsedRecord[] {
+  try {
+    return parse(text, { info: true, bom: true, trim: true, skip_empty_lines: true }) as unknown as ParsedRecord[];
+  } catch (error) {
+    throw new SyncInputError(`${path}: ${(error as Error).message}.`);
+  }
+}

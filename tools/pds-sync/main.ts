@@ -1,0 +1,120 @@
+/**
+ * pds-sync: pushes a SIS export (CSV files of cohorts and students) to the partner data service,
+ * cohorts first, in batches, with retries, a progress display, a reject report and a summary.
+ * A client of the HTTP API: from the service's code it takes only shared definitions (the write
+ * shapes, the batch limit, the row outcomes). Everything it is given is checked and every file
+ * read before the first request.
+ */
+import { Command } from 'commander';
+import type { WritableResource } from '../../src/resources/write-shapes.ts';
+import { type BatchResponse, sendBatch } from './client.ts';
+import { type InputFile, readInputFile } from './csv-input.ts';
+import { SyncInputError, SyncRequestError } from './errors.ts';
+import { type Flags, type SyncPlan, declareOptions, neededFields, resolvePlan } from './options.ts';
+import { BarProgress, LineProgress, type Progress } from './progress.ts';
+import { type Rejected, type Tally, emptyTally, summaryTable, writeRejectReport } from './report.ts';
+
+/** The process's exit status. */
+export const EXIT = {
+  /** Every row was processed and none was rejected. */
+  ok: 0,
+  /** Bad input (nothing was sent), or the service refused or stayed unavailable (the sync stopped there). */
+  failed: 1,
+  /** Every row was processed; some were rejected (see the reject report). */
+  rejectedRows: 2,
+} as const;
+
+/** Cohorts go first: a student can only name a cohort that exists. A new writable resource must be placed. */
+const SYNC_ORDER: Record<WritableResource, number> = { cohorts: 0, students: 1 };
+
+const chunks = <T>(items: readonly T[], size: number): T[][] =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+
+interface Outcome {
+  readonly tallies: Map<WritableResource, Tally>;
+  readonly rejected: Rejected[];
+  /** Names of the cohorts a dry run reported it would create. */
+  readonly cohortsCreated: Set<string>;
+}
+
+async function syncFile(plan: SyncPlan, file: InputFile, progress: Progress, outcome: Outcome): Promise<void> {
+  const tally = emptyTally();
+  outcome.tallies.set(file.resource, tally);
+  const batches = chunks(file.rows, plan.batchSize);
+  progress.start(file.resource, file.rows.length, batches.length);
+  for (const [i, rows] of batches.entries()) {
+    const response: BatchResponse = await sendBatch(
+      { baseUrl: plan.baseUrl, token: plan.token, resource: file.resource, mode: plan.mode, rows: rows.map((r) => r.body), dryRun: plan.dryRun },
+      plan.retry,
+      (notice) => progress.retrying(file.resource, i + 1, notice),
+    );
+    if (response.results?.length !== rows.length) {
+      throw new SyncRequestError(`${file.resource} batch ${i + 1}: the service answered ${response.results?.length ?? 'no'} results for ${rows.length} rows.`);
+    }
+    response.results.forEach((result, j) => {
+      tally[result.status]++;
+      if (result.status === 'rejected') outcome.rejected.push({ file, row: rows[j], result });
+      if (file.resource === 'cohorts' && result.status === 'created') outcome.cohortsCreated.add(String(rows[j].body.name));
+    });
+    progress.batchDone(file.resource, i + 1, response);
+  }
+}
+
+/** Rows of a dry run that fail only because the cohort they name would be created by this same run. */
+function blockedByDryRunCohorts(outcome: Outcome): number {
+  return outcome.rejected.filter(({ file, row, result }) =>
+    file.resource === 'students' && result.code === 'COHORT_NOT_FOUND' && outcome.cohortsCreated.has(String(row.body.cohort_name))).length;
+}
+
+export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: NodeJS.WriteStream, err: NodeJS.WritableStream): Promise<number> {
+  const program = declareOptions(new Command('pds-sync'))
+    .description('Push cohorts and students from CSV files to the partner data service: cohorts first, then students in batches.')
+    .addHelpText('after', '\nThe token comes from the PDS_TOKEN environment variable or --token-file, never from a flag.\n'
+      + `Exit status: ${EXIT.ok} all rows processed, ${EXIT.rejectedRows} some rows rejected (see the reject report), `
+      + `${EXIT.failed} bad input or the sync stopped.`)
+    .showHelpAfterError('(pds-sync --help lists the options)')
+    .allowExcessArguments(false)
+    .parse(argv, { from: 'user' });
+
+  let plan: SyncPlan;
+  let files: InputFile[];
+  try {
+    plan = await resolvePlan(program.opts<Flags>(), env);
+    const ordered = [...plan.inputs].sort(([a], [b]) => SYNC_ORDER[a] - SYNC_ORDER[b]);
+    files = await Promise.all(ordered.map(([resource, { path, mapping }]) =>
+      readInputFile(resource, path, { mapping, needed: neededFields(resource, plan.mode), emptyAsNull: plan.emptyAsNull })));
+  } catch (error) {
+    if (!(error instanceof SyncInputError)) throw error;
+    err.write(`pds-sync: ${error.message}\n(nothing was sent)\n`);
+    return EXIT.failed;
+  }
+
+  const progress: Progress = out.isTTY ? new BarProgress(out) : new LineProgress(out);
+  const outcome: Outcome = { tallies: new Map(), rejected: [], cohortsCreated: new Set() };
+  let failure: SyncRequestError | null = null;
+  if (plan.dryRun) progress.say('Dry run (Prefer: tx=rollback): the service answers what it would do and writes nothing.');
+  try {
+    for (const file of files) await syncFile(plan, file, progress, outcome);
+  } catch (error) {
+    if (!(error instanceof SyncRequestError)) throw error;
+    failure = error;
+  } finally {
+    progress.stop();
+  }
+
+  await writeRejectReport(plan.rejectReport, files, outcome.rejected);
+  out.write(`\n${summaryTable(outcome.tallies)}\n`);
+  if (outcome.rejected.length > 0) out.write(`Rejected rows: ${outcome.rejected.length}, listed in ${plan.rejectReport}\n`);
+  const blocked = plan.dryRun ? blockedByDryRunCohorts(outcome) : 0;
+  if (blocked > 0) {
+    out.write(`Of those, ${blocked} student rows name a cohort this run would create: a dry run writes no cohort, so they show `
+      + 'COHORT_NOT_FOUND here and would not in a real run.\n');
+  }
+  if (plan.dryRun) out.write('Dry run: nothing was written.\n');
+  if (failure) {
+    err.write(`pds-sync: ${failure.message}\nThe sync stopped; the summary shows the batches the service answered. `
+      + `Run it again to continue: each batch is sent with the same Idempotency-Key${plan.mode === 'put' ? ', and PUT is safe to replay' : ''}.\n`);
+    return EXIT.failed;
+  }
+  return outcome.rejected.length > 0 ? EXIT.rejectedRows : EXIT.ok;
+}

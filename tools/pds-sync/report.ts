@@ -1,0 +1,46 @@
+/**
+ * What a sync leaves behind: the reject report (a CSV with a line per rejected row: where it came
+ * from, why the service refused it, and the row as it was read) and the summary table.
+ */
+import { writeFile } from 'node:fs/promises';
+import { stringify } from 'csv-stringify/sync';
+import type { WritableResource } from '../../src/resources/write-shapes.ts';
+import { ROW_STATUSES, type RowStatus } from '../../src/writes/batch.ts';
+import type { RowResult } from './client.ts';
+import type { InputFile, InputRow } from './csv-input.ts';
+
+export interface Rejected {
+  readonly file: InputFile;
+  readonly row: InputRow;
+  readonly result: RowResult;
+}
+
+/** The report's own columns; the input file's columns follow them. */
+const REPORT_COLUMNS = ['resource', 'file', 'line', 'code', 'message'] as const;
+
+/**
+ * One CSV for both resources: the report's columns, then every column of the input files (those
+ * two files share a column when they share a name). Written even when nothing was rejected, so
+ * that a report never describes an earlier run.
+ */
+export async function writeRejectReport(path: string, files: readonly InputFile[], rejected: readonly Rejected[]): Promise<void> {
+  const inputColumns = [...new Set(files.flatMap((f) => f.header))].filter((c) => !(REPORT_COLUMNS as readonly string[]).includes(c));
+  const records = rejected.map(({ file, row, result }) => [
+    file.resource, file.path, row.line, result.code ?? '', result.message ?? '',
+    ...inputColumns.map((column) => row.fields[column] ?? ''),
+  ]);
+  await writeFile(path, stringify([[...REPORT_COLUMNS, ...inputColumns], ...records]));
+}
+
+export type Tally = Record<RowStatus, number>;
+
+export const emptyTally = (): Tally => Object.fromEntries(ROW_STATUSES.map((status) => [status, 0])) as Tally;
+
+/** The summary: a line per resource synced, a column per outcome. */
+export function summaryTable(tallies: ReadonlyMap<WritableResource, Tally>): string {
+  const header = ['resource', ...ROW_STATUSES];
+  const lines = [...tallies].map(([resource, tally]) => [resource, ...ROW_STATUSES.map((status) => String(tally[status]))]);
+  const widths = header.map((title, i) => Math.max(title.length, ...lines.map((line) => line[i].length)));
+  const format = (cells: readonly string[]) => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
+  return [format(header), ...lines.map(format)].join('\n');
+}
