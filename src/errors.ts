@@ -196,6 +196,25 @@ export const ERRORS = {
     status: 413, when: `A body over ${LIMITS.bodyBytes / 1024 / 1024} MiB; nothing is written.`,
     text: () => ({ message: 'The request body is larger than the service accepts.', hint: `Send at most ${LIMITS.batchRows} rows per request.` }),
   }),
+  INVALID_IDEMPOTENCY_KEY: define({
+    status: 400, when: `An Idempotency-Key that is empty, longer than ${LIMITS.idempotencyKeyChars} characters or not printable ASCII.`,
+    text: () => ({
+      message: 'The Idempotency-Key header is not a valid key.',
+      hint: `Send 1 to ${LIMITS.idempotencyKeyChars} printable ASCII characters, such as a random UUID.`,
+    }),
+  }),
+  IDEMPOTENCY_KEY_REUSED: define({
+    status: 422, when: 'An Idempotency-Key sent before with a different request (method, resource, Prefer or body); nothing is written.',
+    text: () => ({
+      message: 'This Idempotency-Key was used with a different request.',
+      hint: 'Send a new key for a new request; repeat a key only with the exact request it was first sent with.',
+    }),
+  }),
+  IDEMPOTENCY_KEY_IN_USE: define({
+    status: 409, when: 'A write with this Idempotency-Key is still running; retry after Retry-After to get its answer.',
+    text: () => ({ message: 'A request with this Idempotency-Key is still being processed.', hint: 'Retry after Retry-After: the repeat then gets its answer.' }),
+    headers: RETRY_SOON,
+  }),
   BATCH_TOO_LARGE: define({
     status: 413, when: `More than ${LIMITS.batchRows} rows in one write; nothing is written.`,
     text: (rows: number) => ({

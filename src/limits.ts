@@ -28,6 +28,12 @@ export const LIMITS = {
   operatorPageRows: 1_000,
   /** How long a rotated token may stay valid beside its replacement (`grace_seconds`): 30 days. */
   rotationGraceSeconds: 30 * 24 * 60 * 60,
+  /** Characters of an Idempotency-Key, each printable ASCII. */
+  idempotencyKeyChars: 255,
+  /** How long a write's Idempotency-Key and its stored answer are kept, from the first request: a day, as Stripe. */
+  idempotencyKeySeconds: 24 * 60 * 60,
+  /** How long a running write holds its key; past it (its process died) a repeat may take the key over. */
+  idempotencyLeaseSeconds: 60,
 } as const;
 
 /** What the operator API uses when a request does not say. */
@@ -70,5 +76,14 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<Limit, LimitDescription>> = {
   rotationGraceSeconds: {
     bounds: `seconds a rotated token stays valid beside its replacement (\`grace_seconds\`, default ${OPERATOR_DEFAULTS.rotationGraceSeconds.toLocaleString('en-US')})`,
     code: 'INVALID_BODY',
+  },
+  idempotencyKeyChars: { bounds: 'characters of an `Idempotency-Key` (printable ASCII)', code: 'INVALID_IDEMPOTENCY_KEY' },
+  idempotencyKeySeconds: {
+    bounds: 'seconds a write\'s `Idempotency-Key` and its stored answer are kept, from its first request',
+    note: 'then the key is free again; expired keys are purged',
+  },
+  idempotencyLeaseSeconds: {
+    bounds: 'seconds a write in progress holds its `Idempotency-Key` against a repeat', code: 'IDEMPOTENCY_KEY_IN_USE',
+    note: 'a repeat past it (the first write\'s process died) takes the key over',
   },
 };

@@ -33,6 +33,9 @@ const PARTNER_LIMIT_NAMES: Readonly<Record<Limit, string | null>> = {
   headerBytes: 'header_bytes',
   operatorPageRows: null,
   rotationGraceSeconds: null,
+  idempotencyKeyChars: 'idempotency_key_chars',
+  idempotencyKeySeconds: 'idempotency_key_seconds',
+  idempotencyLeaseSeconds: 'idempotency_lease_seconds',
 };
 
 const partnerLimits = (Object.entries(PARTNER_LIMIT_NAMES) as [Limit, string | null][])
