@@ -1,7 +1,8 @@
 /**
  * One access-log line per request, written when it is answered (Fastify's own two lines are
  * off): request id, method, route template, status, duration, body bytes, who asked (token id and
- * its university or consortium), the error code of an error answer and a write batch's counts.
+ * its university or consortium), the error code of an error answer, a write batch's counts, and
+ * `idempotent_replay` on a write answered with the stored answer of its Idempotency-Key.
  * Never the URL, a query value, a body value, a token or a key: nothing personal reaches the log.
  */
 import { Readable, Transform, pipeline } from 'node:stream';
@@ -30,7 +31,7 @@ function counted(payload: unknown, counter: { sent: number }): unknown {
 }
 
 function accessLine(request: FastifyRequest, reply: FastifyReply) {
-  const { errorCode, batch } = notesOf(request);
+  const { errorCode, batch, idempotentReplay } = notesOf(request);
   // Set only on the partner API, once its token was accepted.
   const principal = request.principal ?? null;
   return {
@@ -44,6 +45,7 @@ function accessLine(request: FastifyRequest, reply: FastifyReply) {
     consortium_id: principal?.consortiumId ?? null,
     error_code: errorCode ?? null,
     ...(batch ? { batch: { resource: batch.resource, ...batch.counts } } : {}),
+    ...(idempotentReplay ? { idempotent_replay: true } : {}),
   };
 }
 

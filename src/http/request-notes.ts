@@ -23,6 +23,8 @@ export interface RequestNotes {
   /** The `code` of the error body the request was answered with. */
   errorCode?: string;
   batch?: BatchNote;
+  /** The answer was the stored answer of an earlier write with the same Idempotency-Key. */
+  idempotentReplay?: boolean;
   rateLimited?: RateLimitKind;
   /** The SQLSTATE class (or `unavailable`, `busy`) of the store failure that answered it. */
   storeErrorClass?: string;

@@ -17,6 +17,13 @@ export interface Rejection<Code extends string = string> {
   readonly message: string;
 }
 
+/** What every batch's answer holds, whatever its resource adds (src/writes/batches.ts). */
+export interface BatchAnswer {
+  readonly counts: Record<RowStatus, number>;
+  readonly dropped_fields: readonly string[];
+  readonly results: readonly { readonly status: RowStatus; readonly code?: string }[];
+}
+
 export const reject = <Code extends string>(code: Code, message: string): Rejection<Code> => ({ code, message });
 
 /** The rows of `{ <key>: [ … ] }`, or a request-level error. */

@@ -6,6 +6,8 @@
  * the attempt runs in a savepoint, so the deadlock undoes it alone and never fails the batch.
  * A dry run (Prefer: tx=rollback) is the same work in the same transaction, rolled back at the end
  * instead of committed: its answer is the one the real write would give, and nothing stays.
+ * Whatever must be kept with the batch or not at all (an idempotency key's answer) is written in
+ * its transaction before the commit (`beforeCommit`).
  */
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
@@ -14,7 +16,7 @@ import { beginBatch } from '../db/locks.ts';
 import { pipelined } from '../db/store.ts';
 import { inSavepoint } from '../db/savepoint.ts';
 import { todayUtc } from '../domain/alumni.ts';
-import { type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
+import { type BatchAnswer, type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
 import { applyCohortChanges, loadCohortState } from './cohort-store.ts';
 import { COHORT_FIELDS, type CohortResult, cohortResult, decideCohortBatch, validateCohortRow } from './cohort-rules.ts';
 import { STUDENT_FIELDS, validateStudentRow } from './student-rows.ts';
@@ -59,20 +61,34 @@ function validateRows<Row, Rejected extends { rejected: Rejection }, Result>(
 /** How a batch's transaction ends: `dryRun` rolls it back once every row has its outcome. */
 export interface WriteOptions {
   readonly dryRun: boolean;
+  /**
+   * Runs in the batch's transaction once the answer is known, so that what it writes commits with
+   * the batch or not at all (the answer kept for an Idempotency-Key); a dry run rolls it back too.
+   */
+  readonly beforeCommit?: (tx: Queryable, answer: BatchAnswer) => Promise<void>;
 }
 
-/** Thrown out of a dry run's finished transaction so that the store rolls it back. */
-class DryRunFinished extends Error {}
+/** Thrown out of a dry run's finished transaction so that the store rolls it back; it carries the answer out. */
+class DryRunFinished<Answer> extends Error {
+  constructor(readonly answer: Answer) {
+    super('dry run finished');
+  }
+}
 
 /** Runs `work` in one partner transaction of the university, committed or, for a dry run, rolled back. */
-async function batchTransaction(db: Database, universityId: string, { dryRun }: WriteOptions, work: (tx: Queryable) => Promise<void>): Promise<void> {
+async function batchTransaction<Answer extends BatchAnswer>(
+  db: Database, universityId: string, { dryRun, beforeCommit }: WriteOptions, work: (tx: Queryable) => Promise<Answer>,
+): Promise<Answer> {
   try {
-    await db.asPartner({ universityIds: [universityId] }, async (tx) => {
-      await work(tx);
-      if (dryRun) throw new DryRunFinished();
+    return await db.asPartner({ universityIds: [universityId] }, async (tx) => {
+      const answer = await work(tx);
+      await beforeCommit?.(tx, answer);
+      if (dryRun) throw new DryRunFinished(answer);
+      return answer;
     });
   } catch (error) {
     if (!(error instanceof DryRunFinished)) throw error;
+    return error.answer as Answer;
   }
 }
 
@@ -83,7 +99,7 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
   const { rows, results } = validateRows(raw, (row, index) => validateStudentRow(row, index, mode),
     (v): StudentResult => ({ email: v.sentEmail, status: 'rejected', ...v.rejected }));
   const context = { mode, today: todayUtc(), newId: randomUUID };
-  await batchTransaction(db, universityId, options, (tx) => pipelined(beginBatch(tx, universityId), async () => {
+  return batchTransaction(db, universityId, options, (tx) => pipelined(beginBatch(tx, universityId), async () => {
     // The lock is held before the state is read: the two travel in one pipeline.
     const losers = await settleRaces(rows, async (pending) => {
       const state = await loadStudentState(tx, universityId, pending);
@@ -97,26 +113,26 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
     for (const row of losers) {
       results[row.index] = { email: row.sentEmail, status: 'rejected', ...reject('CONCURRENT_WRITE', 'Another write took this address at the same moment; retry the row.') };
     }
+    return {
+      counts: countOutcomes(results),
+      cohorts_created: 0,
+      invitations_sent: 0,
+      dropped_fields: droppedFields(raw, STUDENT_FIELDS),
+      results,
+    };
   }));
-  return {
-    counts: countOutcomes(results),
-    cohorts_created: 0,
-    invitations_sent: 0,
-    dropped_fields: droppedFields(raw, STUDENT_FIELDS),
-    results,
-  };
 }
 
 export async function writeCohorts(db: Database, universityId: string, mode: WriteMode, body: unknown, options: WriteOptions) {
   const raw = batchRows(body, 'cohorts');
   const { rows, results } = validateRows(raw, (row, index) => validateCohortRow(row, index, mode),
     (v): CohortResult => ({ name: v.name, status: 'rejected', ...v.rejected }));
-  await batchTransaction(db, universityId, options, async (tx) => {
+  return batchTransaction(db, universityId, options, async (tx) => {
     await beginBatch(tx, universityId);
     const state = await loadCohortState(tx, universityId, rows);
     const decisions = decideCohortBatch(rows, state, mode, randomUUID);
     await applyCohortChanges(tx, universityId, state, decisions);
     for (const d of decisions) results[d.row.index] = cohortResult(d);
+    return { counts: countOutcomes(results), dropped_fields: droppedFields(raw, COHORT_FIELDS), results };
   });
-  return { counts: countOutcomes(results), dropped_fields: droppedFields(raw, COHORT_FIELDS), results };
 }
