@@ -14,11 +14,11 @@ import { RATE_LIMIT_HEADERS } from './rate-limits.ts';
 const PARTNER_API_PREFIX = '/v1';
 
 /** The request headers a browser may send: those the partner API reads. */
-const CORS_REQUEST_HEADERS = ['Authorization', 'Accept', 'Content-Type', 'Prefer', 'Range', 'X-Request-Id'];
+const CORS_REQUEST_HEADERS = ['Authorization', 'Accept', 'Content-Type', 'Prefer', 'Range', 'X-Request-Id', 'Idempotency-Key'];
 
 /** The response headers a browser's script may read, beyond the safelisted Content-Type. */
 const CORS_EXPOSED_HEADERS = [
-  'Content-Range', 'Preference-Applied', 'Allow', 'Retry-After', 'X-Request-Id', ...Object.values(RATE_LIMIT_HEADERS),
+  'Content-Range', 'Preference-Applied', 'Allow', 'Retry-After', 'X-Request-Id', 'Idempotent-Replayed', ...Object.values(RATE_LIMIT_HEADERS),
 ];
 
 /**

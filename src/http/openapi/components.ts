@@ -154,6 +154,15 @@ export const PARAMETERS = {
       + 'the write would give, but nothing is kept (created ids are never assigned). `tx=commit` is the default. '
       + '`handling=strict` refuses a preference the service does not know (PGRST122).',
   },
+  'Idempotency-Key': {
+    name: 'Idempotency-Key', in: 'header', schema: { type: 'string', minLength: 1, maxLength: LIMITS.idempotencyKeyChars, pattern: '^[\\x20-\\x7E]+$' },
+    example: '5f0c6a2e-8d1b-4c7e-9a3f-1b2c3d4e5f60',
+    description: `Makes a retry safe: the first request with a key is processed and its answer kept for ${LIMITS.idempotencyKeySeconds / 3600} hours, `
+      + 'per token; a repeat with the same method, resource, Prefer and body gets that answer back (with `Idempotent-Replayed: true`) and '
+      + 'writes nothing; the same key with another request is 422 `IDEMPOTENCY_KEY_REUSED`; a repeat while the first runs is 409 '
+      + '`IDEMPOTENCY_KEY_IN_USE` with Retry-After. Only processed batches (200) are kept: a refused or failed request frees its key. '
+      + 'A dry run (`Prefer: tx=rollback`) keeps nothing.',
+  },
 } satisfies Record<string, OpenAPIV3_1.ParameterObject>;
 
 export type ParameterName = keyof typeof PARAMETERS;
@@ -174,6 +183,10 @@ export const HEADERS = {
   'RateLimit-Reset': integerHeader('Seconds until the current window ends.'),
   'Preference-Applied': { description: 'The preferences of the Prefer header that were honoured, e.g. `tx=rollback` for a dry run.', schema: { type: 'string' } },
   'Retry-After': integerHeader('Seconds to wait before retrying.'),
+  'Idempotent-Replayed': {
+    description: '`true`: this is the stored answer of an earlier request with the same `Idempotency-Key`; nothing was written now.',
+    schema: { type: 'string', enum: ['true'] },
+  },
   'WWW-Authenticate': { description: '`Bearer`: the scheme the service authenticates with.', schema: { type: 'string' } },
 } satisfies Record<string, OpenAPIV3_1.HeaderObject>;
 

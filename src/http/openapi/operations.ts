@@ -103,20 +103,21 @@ function writeOperation(resource: WritableResource, { method, verb, requirement,
   return {
     method,
     url: `${PARTNER_PREFIX}/${resource}`,
-    errors: [400, 401, 403, 406, 413, 415, 429, 503],
+    errors: [400, 401, 403, 406, 409, 413, 415, 422, 429, 503],
     operation: {
       operationId: `${verb}${resourceTitle(resourcesByName.get(resource)!)}`,
       tags: [resource],
       summary: `${verb[0].toUpperCase()}${verb.slice(1)} ${resource}`,
       description: `${meaning}\n\nAt most ${LIMITS.batchRows} rows per request (over it: 413 \`BATCH_TOO_LARGE\`, nothing written). `
         + 'HTTP 200 means the batch was processed, not that every row was written: read `results`. '
-        + '`Prefer: tx=rollback` is a dry run: the same answer, nothing written.',
-      parameters: [parameterRef('WritePrefer')],
+        + '`Prefer: tx=rollback` is a dry run: the same answer, nothing written. '
+        + 'With an `Idempotency-Key`, a retry after a lost answer gets the first answer back instead of writing again.',
+      parameters: [parameterRef('WritePrefer'), parameterRef('Idempotency-Key')],
       requestBody: { required: true, content: { 'application/json': { schema: schemaRef(names.batch(requirement)) } } },
       responses: {
         200: {
           description: 'The batch was processed; each row has its outcome in `results`, in the order sent.',
-          headers: headerRefs([...RATE_LIMIT_HEADERS, 'Preference-Applied']),
+          headers: headerRefs([...RATE_LIMIT_HEADERS, 'Preference-Applied', 'Idempotent-Replayed']),
           content: { 'application/json': { schema: schemaRef(names.result) } },
         },
       },
