@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { databaseContents } from './support/database-contents.ts';
 import { Harness, backends } from './support/harness.ts';
 import { parseExposition, valueOf } from './support/prometheus.ts';
 
@@ -19,17 +20,6 @@ const CURRENT_COHORT = {
   name: 'hist-2025', display_name: 'History 2025', program: 'History', degree: 'BA',
   start_date: '2025-09-01', end_date: '2999-06-30', intake_year: 2025, intake_term: 'Fall', campus_name: 'North', resume_template_names: ['Plain'],
 };
-
-/** Every row of every table in the public schema, as text: the ground truth a dry run must not change. */
-async function databaseContents(h: Harness): Promise<Record<string, string[]>> {
-  const tables = await h.sql<{ name: string }>(`select tablename as name from pg_tables where schemaname = 'public' order by tablename`);
-  const contents: Record<string, string[]> = {};
-  for (const { name } of tables) {
-    const rows = await h.sql<{ row: string }>(`select to_jsonb(t)::text as row from public.${JSON.stringify(name)} t`);
-    contents[name] = rows.map((r) => r.row).sort();
-  }
-  return contents;
-}
 
 /** A response body with the ids of created rows masked: a dry run's ids are never stored, so the real write draws others. */
 function withCreatedIdsMasked(body: any): any {
