@@ -16,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
-import { backoffMs, idempotencyKey, retryAfterMs } from '../tools/pds-sync/client.ts';
+import { LIMITS } from '../src/limits.ts';
+import { backoffMs, idempotencyKey, isRetryable, retryAfterMs } from '../tools/pds-sync/client.ts';
 import { readInputFile } from '../tools/pds-sync/csv-input.ts';
 import { Harness, backends } from './support/harness.ts';
 
@@ -51,7 +52,7 @@ const csv = (rows: unknown[][]) => stringify(rows);
 
 /** A proxy in front of the service that can answer a request itself; it records what it saw. */
 class Proxy {
-  readonly seen: { at: number; method: string; key: string | undefined; prefer: string | undefined; status: number }[] = [];
+  readonly seen: { at: number; method: string; key: string | undefined; prefer: string | undefined; status: number; replayed: boolean }[] = [];
   private readonly server: Server;
   /**
    * What to do with the n-th request (from 1): answer it itself (true), forward it (false), or
@@ -62,7 +63,10 @@ class Proxy {
   constructor(private readonly target: URL | null) {
     this.server = createServer((req, res) => {
       const n = this.seen.length + 1;
-      const entry = { at: Date.now(), method: req.method ?? '', key: req.headers['idempotency-key'] as string | undefined, prefer: req.headers.prefer as string | undefined, status: 0 };
+      const entry = {
+        at: Date.now(), method: req.method ?? '', key: req.headers['idempotency-key'] as string | undefined, prefer: req.headers.prefer as string | undefined,
+        status: 0, replayed: false,
+      };
       this.seen.push(entry);
       res.on('finish', () => { entry.status = res.statusCode; });
       const action = this.script(n, req, res);
@@ -72,6 +76,7 @@ class Proxy {
         return;
       }
       const upstream = httpRequest({ host: this.target.hostname, port: this.target.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+        entry.replayed = answer.headers['idempotent-replayed'] === 'true';
         if (action === 'lose-answer') {
           answer.resume();
           answer.on('end', () => req.socket.destroy());
@@ -131,6 +136,11 @@ describe('pds-sync pure parts', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  test('retried: 429, 5xx and a 409 whose key is in use; not other refusals', () => {
+    for (const [status, code] of [[429, 'RATE_LIMITED'], [500, 'INTERNAL'], [503, undefined], [409, 'IDEMPOTENCY_KEY_IN_USE']] as const) assert.ok(isRetryable(status, code), `${status} ${code}`);
+    for (const [status, code] of [[409, 'CONFLICT'], [422, 'IDEMPOTENCY_KEY_REUSED'], [400, 'INVALID_BODY'], [403, 'WRITE_NOT_ENABLED'], [409, undefined]] as const) assert.ok(!isRetryable(status, code), `${status} ${code}`);
   });
 
   test('Retry-After is read as seconds or as an HTTP date', () => {
@@ -290,10 +300,19 @@ for (const backend of backends()) {
       assert.deepEqual({ ...cohort }, { name: 'happy-cs', campus_name: 'Main', intake_year: 2024, resume_template_names: [] });
       assert.deepEqual(parse(await readFile(join(dir, 'happy-rejects.csv'), 'utf8')), [['resource', 'file', 'line', 'code', 'message', ...new Set([...COHORT_HEADER, ...STUDENT_HEADER])]]);
 
+      // The same files within the day send the same batches under the same keys: the service answers
+      // each from its key (what the first run did) and writes nothing.
+      const before = await h.sql('select to_jsonb(s)::text as row from students s where university_id = $1 order by id', [university]);
       const rerun = await runSync(['--config', config], { cwd: dir, env });
       assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
-      assert.deepEqual(summaryOf(rerun.stdout, 'cohorts'), { created: 0, updated: 0, unchanged: 2, rejected: 0 });
-      assert.deepEqual(summaryOf(rerun.stdout, 'students'), { created: 0, updated: 0, unchanged: STUDENTS, rejected: 0 });
+      assert.deepEqual(summaryOf(rerun.stdout, 'cohorts'), { created: 2, updated: 0, unchanged: 0, rejected: 0 });
+      assert.deepEqual(summaryOf(rerun.stdout, 'students'), { created: STUDENTS, updated: 0, unchanged: 0, rejected: 0 });
+      assert.deepEqual(await h.sql('select to_jsonb(s)::text as row from students s where university_id = $1 order by id', [university]), before);
+      // Past the keys' day the same files are new requests: PUT finds every row unchanged.
+      await h.sql(`update idempotency_keys set created_at = created_at - interval '${LIMITS.idempotencyKeySeconds} seconds'`);
+      const nextDay = await runSync(['--config', config], { cwd: dir, env });
+      assert.deepEqual(summaryOf(nextDay.stdout, 'cohorts'), { created: 0, updated: 0, unchanged: 2, rejected: 0 });
+      assert.deepEqual(summaryOf(nextDay.stdout, 'students'), { created: 0, updated: 0, unchanged: STUDENTS, rejected: 0 });
     });
 
     test('--dry-run: the summary says what would happen and nothing is written', async () => {
@@ -354,14 +373,15 @@ for (const backend of backends()) {
       assert.match(report[3].message, /is_alumni/);
     });
 
-    test('503, 429 and a dropped connection mid-run are retried after Retry-After: nothing lost, nothing doubled', async () => {
+    test('503, 429, a dropped connection and a key still in use mid-run are retried after Retry-After: nothing lost, nothing doubled', async () => {
       const proxy = new Proxy(new URL(serviceUrl));
       const proxyUrl = await proxy.start();
       try {
         const COUNT = 2_000;
         const config = await dataSet('retry', COUNT, proxyUrl);
         // Request 1 is the cohorts; 2-5 the student batches. Batch 2 gets a 503, then a 429, then goes through;
-        // batch 3 is written, but its connection drops before the answer comes back, so it is sent again.
+        // batch 3 is written, but its connection drops before the answer comes back, so it is sent again: that
+        // retry is told its key is still in use (as while a first attempt runs), and the next gets the stored answer.
         proxy.script = (n, _req, res) => {
           if (n === 3) {
             res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"code":"DATABASE_UNAVAILABLE","message":"The data store is not answering.","details":null,"hint":null}');
@@ -371,23 +391,29 @@ for (const backend of backends()) {
             res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"code":"RATE_LIMITED","message":"Too many writes.","details":null,"hint":null}');
             return true;
           }
+          if (n === 7) {
+            res.writeHead(409, { 'content-type': 'application/json', 'retry-after': '1' })
+              .end('{"code":"IDEMPOTENCY_KEY_IN_USE","message":"A request with this Idempotency-Key is still being processed.","details":null,"hint":null}');
+            return true;
+          }
           return n === 6 ? 'lose-answer' : false;
         };
         const run = await runSync(['--config', config, '--retry-base-ms', '200'], { cwd: dir, env });
         assert.equal(run.code, 0, run.stdout + run.stderr);
-        // The batch whose answer was lost was written: its replay finds it unchanged (or, with idempotency keys, replays the answer).
-        const students = summaryOf(run.stdout, 'students')!;
-        assert.equal(students.created + students.unchanged, COUNT);
-        assert.deepEqual([students.updated, students.rejected], [0, 0]);
+        // The batch whose answer was lost was written once; its key's stored answer says "created" again.
+        assert.deepEqual(summaryOf(run.stdout, 'students'), { created: COUNT, updated: 0, unchanged: 0, rejected: 0 });
         assert.match(run.stdout, /students: batch 2\/4: 503 DATABASE_UNAVAILABLE: The data store is not answering\.; attempt 2 of 6 in 1\.\d s/);
         assert.match(run.stdout, /students: batch 2\/4: 429 RATE_LIMITED: Too many writes\.; attempt 3 of 6 in 1\.\d s/);
         assert.match(run.stdout, /students: batch 3\/4: no answer \(\w+\); attempt 2 of 6/);
+        assert.match(run.stdout, /students: batch 3\/4: 409 IDEMPOTENCY_KEY_IN_USE: .*; attempt 3 of 6 in 1\.\d s/);
         const seen = proxy.seen;
-        assert.deepEqual(seen.map((s) => s.status), [200, 200, 503, 429, 200, 0, 200, 200]);
+        assert.deepEqual(seen.map((s) => s.status), [200, 200, 503, 429, 200, 0, 409, 200, 200]);
+        assert.deepEqual(seen.map((s) => s.replayed), [false, false, false, false, false, false, false, true, false]);
         assert.ok(seen[3].at - seen[2].at >= 1000, `the retry after a 503 came ${seen[3].at - seen[2].at} ms later`);
         assert.ok(seen[4].at - seen[3].at >= 1000, `the retry after a 429 came ${seen[4].at - seen[3].at} ms later`);
         assert.equal(new Set([seen[2].key, seen[3].key, seen[4].key]).size, 1, 'a retry repeats its Idempotency-Key');
-        assert.equal(seen[5].key, seen[6].key);
+        assert.equal(new Set([seen[5].key, seen[6].key, seen[7].key]).size, 1);
+        assert.ok(seen[7].at - seen[6].at >= 1000, `the retry after a 409 came ${seen[7].at - seen[6].at} ms later`);
         assert.equal(new Set(seen.map((s) => s.key)).size, 5, 'each batch has its own key');
         const stored = await studentsOf('retry');
         assert.equal(stored.length, COUNT);

@@ -1,6 +1,7 @@
 /**
- * One batch write over HTTP, retried while a retry can help: on 429, on 5xx and when the request
- * never got an answer (connection refused or reset, timeout). The wait is exponential with jitter,
+ * One batch write over HTTP, retried while a retry can help: on 429, on 5xx, on 409
+ * IDEMPOTENCY_KEY_IN_USE and when the request never got an answer (connection refused or reset,
+ * timeout). The wait is exponential with jitter,
  * and never shorter than the Retry-After the service sent. Each batch carries an Idempotency-Key
  * derived from what is sent, so a retry (or a rerun of the same files) repeats it.
  */
@@ -82,18 +83,23 @@ export function backoffMs(retry: number, policy: Pick<RetryPolicy, 'baseDelayMs'
   return Math.round(retryAfter + random() * Math.min(policy.baseDelayMs, retryAfter / 10 + 100));
 }
 
-const isRetryableStatus = (status: number) => status === 429 || status >= 500;
+/**
+ * A refusal a retry can help: 429, 5xx, and 409 IDEMPOTENCY_KEY_IN_USE, the same batch sent
+ * before (an attempt that timed out) still running: the retry gets its answer.
+ */
+export const isRetryable = (status: number, code: string | undefined) =>
+  status === 429 || status >= 500 || (status === 409 && code === 'IDEMPOTENCY_KEY_IN_USE');
 
-/** The service's error body as one line: `code: message`. */
-async function describeRefusal(response: Response): Promise<string> {
+/** The service's error body: its code and, as one line, `status code: message`. */
+async function readRefusal(response: Response): Promise<{ code: string | undefined; description: string }> {
   const text = await response.text();
   try {
     const body = JSON.parse(text) as { code?: string; message?: string };
-    if (body.code || body.message) return `${response.status} ${body.code ?? ''}: ${body.message ?? ''}`.trim();
+    if (body.code || body.message) return { code: body.code, description: `${response.status} ${body.code ?? ''}: ${body.message ?? ''}`.trim() };
   } catch {
     // Not the service's JSON error body (a proxy's page, say): its status is what there is to say.
   }
-  return `${response.status} ${response.statusText}`;
+  return { code: undefined, description: `${response.status} ${response.statusText}` };
 }
 
 export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRetry: (notice: RetryNotice) => void): Promise<BatchResponse> {
@@ -119,10 +125,11 @@ export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRe
         }
         return (await response.json()) as BatchResponse;
       }
-      if (!isRetryableStatus(response.status)) {
-        throw new SyncRequestError(`${method} ${url.pathname} was refused: ${await describeRefusal(response)}`);
+      const refusal = await readRefusal(response);
+      if (!isRetryable(response.status, refusal.code)) {
+        throw new SyncRequestError(`${method} ${url.pathname} was refused: ${refusal.description}`);
       }
-      reason = await describeRefusal(response);
+      reason = refusal.description;
       retryAfter = retryAfterMs(response.headers.get('retry-after'));
     } catch (error) {
       if (error instanceof SyncRequestError) throw error;
