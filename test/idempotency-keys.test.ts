@@ -257,6 +257,19 @@ for (const backend of backends()) {
       assert.equal((await cohortsNamed(name)).length, 1);
     });
 
+    test('the same keyed request sent five times at once is written once; the others wait (409) or replay', async () => {
+      const key = randomUUID();
+      const name = unique('burst');
+      const answers = await Promise.all(Array.from({ length: 5 }, () => write({ key, rows: [cohort(name)] })));
+      const processed = answers.filter((a) => a.status === 200 && a.headers['idempotent-replayed'] === undefined);
+      assert.equal(processed.length, 1, JSON.stringify(answers.map((a) => [a.status, a.headers['idempotent-replayed']])));
+      for (const other of answers.filter((a) => a !== processed[0])) {
+        if (other.status === 409) assert.equal(other.json.code, 'IDEMPOTENCY_KEY_IN_USE');
+        else assert.deepEqual([other.status, other.headers['idempotent-replayed'], other.body], [200, 'true', processed[0].body]);
+      }
+      assert.equal((await cohortsNamed(name)).length, 1);
+    });
+
     test('a lease that ran out is taken over; the first write then finds its claim gone and rolls back: one write in all', async () => {
       const key = randomUUID();
       const name = unique('lease');
