@@ -17,7 +17,7 @@ function assertReadableByBrowser(response: Response, origin = '*'): void {
   assert.equal(response.headers['access-control-allow-origin'], origin, `${response.status} ${response.body}`);
   assert.equal(response.headers['access-control-allow-credentials'], undefined);
   const exposed = listOf(response.headers['access-control-expose-headers']);
-  for (const header of ['content-range', 'preference-applied', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after', 'x-request-id', 'allow']) {
+  for (const header of ['content-range', 'preference-applied', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after', 'x-request-id', 'allow', 'idempotent-replayed']) {
     assert.ok(exposed.includes(header), `${header} is exposed: ${exposed}`);
   }
 }
@@ -53,7 +53,7 @@ describe('CORS, any origin', () => {
       const methods = listOf(response.headers['access-control-allow-methods']);
       for (const method of ['get', 'head', 'post', 'put', 'patch', 'delete']) assert.ok(methods.includes(method), `${method} in ${methods}`);
       const allowed = listOf(response.headers['access-control-allow-headers']);
-      for (const header of ['authorization', 'prefer', 'range', 'content-type', 'accept']) assert.ok(allowed.includes(header), `${header} in ${allowed}`);
+      for (const header of ['authorization', 'prefer', 'range', 'content-type', 'accept', 'idempotency-key']) assert.ok(allowed.includes(header), `${header} in ${allowed}`);
       assert.equal(response.headers['access-control-max-age'], '86400');
     }
   });
