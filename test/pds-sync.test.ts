@@ -101,15 +101,17 @@ class Proxy {
 }
 
 describe('pds-sync pure parts', () => {
-  test('the Idempotency-Key depends on everything sent and on nothing else', () => {
-    const key = idempotencyKey('PUT', '/v1/students', null, '{"students":[1]}');
-    assert.equal(key, idempotencyKey('PUT', '/v1/students', null, '{"students":[1]}'));
-    assert.match(key, /^pds-sync-[0-9a-f]{64}$/);
+  test('the Idempotency-Key depends on the run and everything sent, and on nothing else', () => {
+    const run = '3f2c9a1e-run';
+    const key = idempotencyKey(run, 'PUT', '/v1/students', null, '{"students":[1]}');
+    assert.equal(key, idempotencyKey(run, 'PUT', '/v1/students', null, '{"students":[1]}'));
+    assert.match(key, /^pds-sync-3f2c9a1e-run-[0-9a-f]{64}$/);
     for (const other of [
-      idempotencyKey('POST', '/v1/students', null, '{"students":[1]}'),
-      idempotencyKey('PUT', '/v1/cohorts', null, '{"students":[1]}'),
-      idempotencyKey('PUT', '/v1/students', 'tx=rollback, handling=strict', '{"students":[1]}'),
-      idempotencyKey('PUT', '/v1/students', null, '{"students":[2]}'),
+      idempotencyKey('another-run', 'PUT', '/v1/students', null, '{"students":[1]}'),
+      idempotencyKey(run, 'POST', '/v1/students', null, '{"students":[1]}'),
+      idempotencyKey(run, 'PUT', '/v1/cohorts', null, '{"students":[1]}'),
+      idempotencyKey(run, 'PUT', '/v1/students', 'tx=rollback, handling=strict', '{"students":[1]}'),
+      idempotencyKey(run, 'PUT', '/v1/students', null, '{"students":[2]}'),
     ]) assert.notEqual(other, key);
   });
 
@@ -300,19 +302,25 @@ for (const backend of backends()) {
       assert.deepEqual({ ...cohort }, { name: 'happy-cs', campus_name: 'Main', intake_year: 2024, resume_template_names: [] });
       assert.deepEqual(parse(await readFile(join(dir, 'happy-rejects.csv'), 'utf8')), [['resource', 'file', 'line', 'code', 'message', ...new Set([...COHORT_HEADER, ...STUDENT_HEADER])]]);
 
-      // The same files within the day send the same batches under the same keys: the service answers
-      // each from its key (what the first run did) and writes nothing.
-      const before = await h.sql('select to_jsonb(s)::text as row from students s where university_id = $1 order by id', [university]);
+      // A new run is new requests under new keys: PUT finds every row unchanged.
       const rerun = await runSync(['--config', config], { cwd: dir, env });
       assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
-      assert.deepEqual(summaryOf(rerun.stdout, 'cohorts'), { created: 2, updated: 0, unchanged: 0, rejected: 0 });
-      assert.deepEqual(summaryOf(rerun.stdout, 'students'), { created: STUDENTS, updated: 0, unchanged: 0, rejected: 0 });
-      assert.deepEqual(await h.sql('select to_jsonb(s)::text as row from students s where university_id = $1 order by id', [university]), before);
-      // Past the keys' day the same files are new requests: PUT finds every row unchanged.
-      await h.sql(`update idempotency_keys set created_at = created_at - interval '${LIMITS.idempotencyKeySeconds} seconds'`);
-      const nextDay = await runSync(['--config', config], { cwd: dir, env });
-      assert.deepEqual(summaryOf(nextDay.stdout, 'cohorts'), { created: 0, updated: 0, unchanged: 2, rejected: 0 });
-      assert.deepEqual(summaryOf(nextDay.stdout, 'students'), { created: 0, updated: 0, unchanged: STUDENTS, rejected: 0 });
+      assert.deepEqual(summaryOf(rerun.stdout, 'cohorts'), { created: 0, updated: 0, unchanged: 2, rejected: 0 });
+      assert.deepEqual(summaryOf(rerun.stdout, 'students'), { created: 0, updated: 0, unchanged: STUDENTS, rejected: 0 });
+      // A run given an earlier run's id sends the same batches under the same keys: the service
+      // answers each from its key (what that run did) and writes nothing.
+      const before = await h.sql('select to_jsonb(s)::text as row from students s where university_id = $1 order by id', [university]);
+      const runId = 'happy-run-1';
+      const first = await runSync(['--config', config, '--run-id', runId], { cwd: dir, env });
+      assert.equal(first.code, 0, first.stdout + first.stderr);
+      // Changed behind the tool's back: a fresh run would answer it `updated`, a continued one replays.
+      await h.sql(`update students set first_name = 'Changed' where university_id = $1 and email = 'happy.7@sync.example.edu'`, [university]);
+      const changed = await h.sql('select to_jsonb(s)::text as row from students s where university_id = $1 order by id', [university]);
+      const continued = await runSync(['--config', config, '--run-id', runId], { cwd: dir, env });
+      assert.deepEqual(summaryOf(continued.stdout, 'students'), summaryOf(first.stdout, 'students'));
+      assert.equal(await h.sql<{ n: number }>(`select count(*)::int as n from idempotency_keys where key like 'pds-sync-${runId}-%'`).then((r) => r[0].n), 1 + Math.ceil(STUDENTS / LIMITS.batchRows));
+      assert.deepEqual(await h.sql('select to_jsonb(s)::text as row from students s where university_id = $1 order by id', [university]), changed);
+      assert.notDeepEqual(changed, before);
     });
 
     test('--dry-run: the summary says what would happen and nothing is written', async () => {
@@ -437,7 +445,7 @@ for (const backend of backends()) {
         assert.equal(run.code, 1, run.stdout + run.stderr);
         assert.equal(proxy.seen.length, 4);
         assert.match(run.stderr, /PUT \/v1\/students failed after 3 attempts: 503 Service Unavailable/);
-        assert.match(run.stderr, /Run it again to continue/);
+        assert.match(run.stderr, /To continue, run it again with --run-id [0-9a-f-]{36}/);
         assert.deepEqual(summaryOf(run.stdout, 'cohorts'), { created: 2, updated: 0, unchanged: 0, rejected: 0 });
         assert.equal(summaryOf(run.stdout, 'students')!.created, 0);
       } finally {

@@ -3,7 +3,7 @@
  * IDEMPOTENCY_KEY_IN_USE and when the request never got an answer (connection refused or reset,
  * timeout). The wait is exponential with jitter,
  * and never shorter than the Retry-After the service sent. Each batch carries an Idempotency-Key
- * derived from what is sent, so a retry (or a rerun of the same files) repeats it.
+ * made of the run's id and what is sent, so a retry repeats it and a new run does not.
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -29,6 +29,7 @@ export interface BatchRequest {
   readonly mode: WriteMode;
   readonly rows: readonly unknown[];
   readonly dryRun: boolean;
+  readonly runId: string;
 }
 
 export interface RowResult {
@@ -57,9 +58,9 @@ const METHODS: Record<WriteMode, string> = { put: 'PUT', post: 'POST', patch: 'P
 /** The preference a dry run sends: strict, so that a service that cannot honour it refuses instead of writing. */
 export const DRY_RUN_PREFERENCE = 'tx=rollback, handling=strict';
 
-/** The key a batch is sent with: the same method, resource, preference and rows always give the same key. */
-export function idempotencyKey(method: string, path: string, prefer: string | null, body: string): string {
-  return `pds-sync-${createHash('sha256').update(`${method} ${path}\n${prefer ?? ''}\n${body}`).digest('hex')}`;
+/** The key a batch is sent with: within a run, the same method, resource, preference and rows always give the same key. */
+export function idempotencyKey(runId: string, method: string, path: string, prefer: string | null, body: string): string {
+  return `pds-sync-${runId}-${createHash('sha256').update(`${method} ${path}\n${prefer ?? ''}\n${body}`).digest('hex')}`;
 }
 
 /** Retry-After as seconds or an HTTP date, in milliseconds from now; null when absent or unreadable. */
@@ -110,7 +111,7 @@ export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRe
   const headers: Record<string, string> = {
     authorization: `Bearer ${request.token}`,
     'content-type': 'application/json',
-    'idempotency-key': idempotencyKey(method, url.pathname, prefer, body),
+    'idempotency-key': idempotencyKey(request.runId, method, url.pathname, prefer, body),
     'user-agent': 'pds-sync',
     ...(prefer ? { prefer } : {}),
   };

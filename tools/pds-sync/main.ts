@@ -44,7 +44,7 @@ async function syncFile(plan: SyncPlan, file: InputFile, progress: Progress, out
   progress.start(file.resource, file.rows.length, batches.length);
   for (const [i, rows] of batches.entries()) {
     const response: BatchResponse = await sendBatch(
-      { baseUrl: plan.baseUrl, token: plan.token, resource: file.resource, mode: plan.mode, rows: rows.map((r) => r.body), dryRun: plan.dryRun },
+      { baseUrl: plan.baseUrl, token: plan.token, resource: file.resource, mode: plan.mode, rows: rows.map((r) => r.body), dryRun: plan.dryRun, runId: plan.runId },
       plan.retry,
       (notice) => progress.retrying(file.resource, i + 1, notice),
     );
@@ -113,7 +113,8 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
   if (plan.dryRun) out.write('Dry run: nothing was written.\n');
   if (failure) {
     err.write(`pds-sync: ${failure.message}\nThe sync stopped; the summary shows the batches the service answered. `
-      + `Run it again to continue: each batch is sent with the same Idempotency-Key${plan.mode === 'put' ? ', and PUT is safe to replay' : ''}.\n`);
+      + `To continue, run it again with --run-id ${plan.runId}: each batch is then sent with the same Idempotency-Key, `
+      + 'so a batch the service already wrote is answered, not written twice.\n');
     return EXIT.failed;
   }
   return outcome.rejected.length > 0 ? EXIT.rejectedRows : EXIT.ok;

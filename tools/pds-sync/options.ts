@@ -2,6 +2,7 @@
  * What a sync is told: a JSON configuration file and command-line flags (a flag beats the file,
  * the file beats the default). Everything is checked here, before a file is read or a request sent.
  */
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
@@ -40,6 +41,12 @@ export interface SyncPlan {
   readonly retry: RetryPolicy;
   readonly emptyAsNull: boolean;
   readonly rejectReport: string;
+  /**
+   * Part of every batch's Idempotency-Key: a retry within the run repeats its key and gets the
+   * first answer back; a new run writes afresh (PUT answers `unchanged` for what is already there)
+   * unless it is given the stopped run's id to continue it under the same keys.
+   */
+  readonly runId: string;
   /** The file and column mapping of each resource to sync. */
   readonly inputs: ReadonlyMap<WritableResource, { path: string; mapping: ColumnMapping }>;
 }
@@ -91,6 +98,7 @@ export interface Flags {
   timeoutMs?: number;
   emptyAsNull?: boolean;
   rejectReport?: string;
+  runId?: string;
 }
 
 interface Mapping {
@@ -105,6 +113,12 @@ const integerIn = (min: number, max: number) => (value: string): number => {
   if (n < min || n > max) throw new InvalidArgumentError(`Must be from ${min} to ${max}.`);
   return n;
 };
+
+/** A run id fits in an Idempotency-Key beside the batch's hash. */
+function parseRunId(value: string): string {
+  if (!/^[A-Za-z0-9-]{1,64}$/.test(value)) throw new InvalidArgumentError('Expected 1 to 64 letters, digits or hyphens.');
+  return value;
+}
 
 /** `--map students.email="Email Address"`, repeatable. */
 function parseMapping(value: string, previous: Mapping[] = []): Mapping[] {
@@ -135,7 +149,8 @@ export function declareOptions(program: Command): Command {
     .option('--retry-base-ms <ms>', `first back-off wait; it doubles per retry, with jitter (default: ${DEFAULTS.retryBaseMs})`, integerIn(1, MAX_RETRY_DELAY_MS))
     .option('--timeout-ms <ms>', `how long one request may take before it is retried (default: ${DEFAULTS.timeoutMs})`, integerIn(1, 3_600_000))
     .option('--empty-as-null', 'send an empty cell of a field that takes null as null (clearing it); otherwise empty cells are left out')
-    .option('--reject-report <file>', `CSV of the rejected rows, written on every run (default: ${DEFAULTS.rejectReport})`);
+    .option('--reject-report <file>', `CSV of the rejected rows, written on every run (default: ${DEFAULTS.rejectReport})`)
+    .option('--run-id <id>', 'continue a stopped run under the same Idempotency-Keys (its id is printed when it stops); default: a new id', parseRunId);
 }
 
 async function readConfig(path: string): Promise<ConfigFile> {
@@ -220,6 +235,7 @@ export async function resolvePlan(flags: Flags, env: NodeJS.ProcessEnv): Promise
     },
     emptyAsNull: flags.emptyAsNull ?? config.emptyAsNull ?? false,
     rejectReport: flags.rejectReport ?? fromConfig(config.rejectReport) ?? DEFAULTS.rejectReport,
+    runId: flags.runId ?? randomUUID(),
     inputs,
   };
 }
