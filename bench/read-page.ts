@@ -21,7 +21,8 @@ export async function benchReadPages(bench: BenchDatabase, port: number): Promis
   try {
     for (const page of READ_PAGES) {
       const plan = planRead(resourcesByName.get('students')!, parseReadRequest({ queryString: page.query, method: 'GET' }));
-      const statement = buildPageStatement(plan, { exactCount: false, body: true });
+      // The consortium token reads its members: the data set's first three universities (src/db/demo-data.ts).
+      const statement = buildPageStatement(plan, bench.demo.universities.slice(0, 3).map((u) => u.id), { exactCount: false, body: true });
       const bare = await closedLoop(() => driver.unsafe(statement.text, statement.params as string[], { prepare: true }));
       const api = await httpLoad({ url: `${service.baseUrl}/v1/students?${page.query}`, headers: { authorization: `Bearer ${token}` } });
       console.log(`\n  GET /v1/students?${page.query}  (${page.label}, 32 connections)`);

@@ -51,7 +51,7 @@ for (const backend of backends()) {
     /** The page statement's body for `query` in `mediaType`, run in the university's scope. */
     async function pageBody(resource: string, query: string, mediaType: ReadMediaType): Promise<string> {
       const plan = planRead(resourcesByName.get(resource)!, { ...parseReadRequest({ queryString: query, method: 'GET' }), mediaType });
-      const statement = buildPageStatement(plan, { exactCount: false, body: true });
+      const statement = buildPageStatement(plan, scope.universityIds, { exactCount: false, body: true });
       const [row] = await h.db.asPartner(scope, (tx) => tx.query<{ body: string }>(statement.text, statement.params));
       return row.body;
     }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { LIMITS } from '../src/limits.ts';
-import { Harness, type Response, backends } from './support/harness.ts';
+import { Harness, type Response, storeBackends } from './support/harness.ts';
 
 /** RFC 3339 with an explicit numeric offset, as the /v1 reads render a timestamptz. */
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?[+-]\d{2}:\d{2}$/;
@@ -27,7 +27,7 @@ function expectError(res: Response, status: number, code: string, message?: RegE
   if (message) assert.match(res.json.message, message);
 }
 
-for (const backend of backends()) {
+for (const backend of storeBackends()) {
   describe(`operator API on ${backend}`, () => {
     let h: Harness;
     let north: { id: string; read_token: string; write_token: string };

@@ -19,8 +19,11 @@ if (process.env.TEST_DATABASE_URL) {
     test('answers 503 QUERY_TIMEOUT with Retry-After, not a 500', async () => {
       const university = h.demo!.universities[0];
       const holder = postgres(h.testStore.url!, { max: 1, onnotice: () => {} });
+      const held = await holder.reserve();
       try {
-        await holder.unsafe(`select pg_advisory_lock(hashtext('pds.university:' || $1::text))`, [university.id]);
+        // Holds the university's lock row (src/db/locks.ts) in a transaction left open.
+        await held.unsafe('begin');
+        await held.unsafe('update tenants set university_id = university_id where university_id = $1', [university.id]);
         const res = await h.request({
           method: 'PUT', url: '/v1/students', payload: { students: [{ email: 'wait@example.edu', first_name: 'W', last_name: 'L', cohort_name: 'none', is_alumni: false }] },
           headers: { authorization: `Bearer ${university.write_token}`, 'content-type': 'application/json' },
@@ -29,6 +32,8 @@ if (process.env.TEST_DATABASE_URL) {
         assert.equal(res.json.code, 'QUERY_TIMEOUT');
         assert.equal(res.headers['retry-after'], '1');
       } finally {
+        await held.unsafe('rollback');
+        held.release();
         await holder.end();
       }
     });

@@ -8,9 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { PostgrestClient } from '@supabase/postgrest-js';
 import { assertCsvEqualsJson } from './support/csv.ts';
-import { Harness, backends } from './support/harness.ts';
+import { Harness, storeBackends } from './support/harness.ts';
 
-for (const backend of backends()) {
+for (const backend of storeBackends()) {
   describe(`@supabase/postgrest-js against the service on ${backend}`, () => {
     let h: Harness;
     let client: PostgrestClient<any, any, any>;

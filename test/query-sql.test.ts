@@ -20,6 +20,9 @@ const QUERIES = [
   'select=id&secondary_emails=cs.{x@y.z}&first_name=fts(simple).ann&last_name=like(any).{A*,B*}&phone=not.isdistinct.1',
 ];
 
+/** One university, and a consortium's several: the tenant filter's two forms. */
+const SCOPES = [['00000000-0000-4000-8000-000000000001'], ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002']];
+
 function assertParametersMatch(statement: Statement) {
   const referenced = new Set([...statement.text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
   const expected = new Set(statement.params.map((_, i) => i + 1));
@@ -32,13 +35,15 @@ describe('statements reference exactly the parameters they send', () => {
       test(`${query || '(no parameters)'} as ${mediaType}`, () => {
         const syntax = { ...parseReadRequest({ queryString: query, method: 'GET' }), mediaType };
         const plan = planRead(resourcesByName.get('students')!, syntax);
-        for (const options of [{ exactCount: true, body: true }, { exactCount: false, body: false }, { exactCount: true, body: false }]) {
-          assertParametersMatch(buildPageStatement(plan, options));
+        for (const tenants of SCOPES) {
+          for (const options of [{ exactCount: true, body: true }, { exactCount: false, body: false }, { exactCount: true, body: false }]) {
+            assertParametersMatch(buildPageStatement(plan, tenants, options));
+          }
+          assertParametersMatch(buildCountStatement(plan, tenants));
+          assertParametersMatch(buildCountStatement(plan, tenants, 10));
+          assertParametersMatch(buildPlannedCountStatement(plan, tenants));
+          assertParametersMatch(buildCursorStatement(plan, tenants));
         }
-        assertParametersMatch(buildCountStatement(plan));
-        assertParametersMatch(buildCountStatement(plan, 10));
-        assertParametersMatch(buildPlannedCountStatement(plan));
-        assertParametersMatch(buildCursorStatement(plan));
         assertParametersMatch(buildCsvHeaderStatement(plan));
       });
     }
@@ -49,10 +54,22 @@ test('caller-supplied text travels only as parameters', () => {
   const hostile = `x'); drop table students; --`;
   const query = `select=${encodeURIComponent(`"${hostile}":email`)}&first_name=eq.${encodeURIComponent(`"${hostile}`)}&or=(last_name.eq.${encodeURIComponent(`"${hostile}"`)})`;
   const plan = planRead(resourcesByName.get('students')!, parseReadRequest({ queryString: query, method: 'GET' }));
-  const statement = buildPageStatement(plan, { exactCount: true, body: true });
+  const statement = buildPageStatement(plan, SCOPES[0], { exactCount: true, body: true });
   assert.ok(!statement.text.includes('drop table'));
   assert.ok(statement.params.filter((p) => p.includes('drop table')).length >= 3);
   const identifiers = [...statement.text.matchAll(/"([^"]+)"/g)].map((m) => m[1]);
   const known = new Set(['students_read', ...resourcesByName.get('students')!.columns.map((c) => c.name)]);
   assert.deepEqual(identifiers.filter((i) => !known.has(i)), []);
+});
+
+test('every statement names the tenants in the resource\'s tenant column, as parameters', () => {
+  for (const [name, column] of [['students', 'university_id'], ['universities', 'id']] as const) {
+    const plan = planRead(resourcesByName.get(name)!, parseReadRequest({ queryString: 'limit=5', method: 'GET' }));
+    const one = buildCountStatement(plan, SCOPES[0]);
+    assert.match(one.text, new RegExp(`WHERE "${column}" = \\$1::uuid`));
+    assert.equal(one.params[0], SCOPES[0][0]);
+    const several = buildPageStatement(plan, SCOPES[1], { exactCount: true, body: true });
+    assert.match(several.text, new RegExp(`WHERE "${column}" = ANY\\(\\$1::uuid\\[\\]\\)`));
+    assert.equal(several.params[0], `{"${SCOPES[1][0]}","${SCOPES[1][1]}"}`);
+  }
 });

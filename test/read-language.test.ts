@@ -4,9 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Harness, backends } from './support/harness.ts';
+import { Harness, storeBackends } from './support/harness.ts';
 
-for (const backend of backends()) {
+for (const backend of storeBackends()) {
   describe(`read language on ${backend}`, () => {
     let h: Harness;
     let university: string;

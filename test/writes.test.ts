@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Harness, backends } from './support/harness.ts';
+import { Harness, storeBackends } from './support/harness.ts';
 
 const PAST_COHORT = {
   name: 'cs-2019', display_name: 'Computer Science 2019', program: 'Computer Science', degree: 'BSc',
@@ -15,7 +15,7 @@ const CURRENT_COHORT = {
   start_date: '2025-09-01', end_date: '2999-06-30', intake_year: 2025, intake_term: 'Fall', campus_name: 'Harbour', resume_template_names: ['Classic'],
 };
 
-for (const backend of backends()) {
+for (const backend of storeBackends()) {
   describe(`batch writes on ${backend}`, () => {
     let h: Harness;
     let university: string;
@@ -38,7 +38,7 @@ for (const backend of backends()) {
     };
     const stored = async (id: string) =>
       (await h.sql<any>(`select email, first_name, last_name, external_id, phone, graduation_date::text, is_alumni, account_status,
-         cohort_id, updated_at::text, (select count(*)::int from alumni_flag_history where student_id = s.id) as history
+         cohort_id, updated_at::text, (select count(*)::int from alumni_flag_history where student_id = s.id and university_id = s.university_id) as history
          from students s where id = $1`, [id]))[0];
     const history = async (id: string) =>
       (await h.sql<{ is_alumni: boolean; reason: string }>('select is_alumni, reason from alumni_flag_history where student_id = $1 order by id', [id]));

@@ -1,4 +1,10 @@
-/** A database of its own on a PostgreSQL server, for one test harness or one benchmark run. */
+/**
+ * A database of its own on a PostgreSQL server, for one test harness or one benchmark run. On a
+ * Citus coordinator (the server's maintenance database has the citus extension) the database is
+ * made a cluster of its own: Citus does not propagate CREATE DATABASE by default, so it is
+ * created on every node, gets the extension there, and the coordinator registers the same nodes
+ * as its own maintenance database has.
+ */
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 
@@ -7,16 +13,61 @@ export interface ScratchDatabase {
   drop(): Promise<void>;
 }
 
+interface ClusterNode {
+  nodename: string;
+  nodeport: number;
+  /** 0 is the coordinator. */
+  groupid: number;
+}
+
+const urlOf = (serverUrl: string, database: string, node?: ClusterNode) => {
+  const url = new URL(serverUrl);
+  url.pathname = `/${database}`;
+  if (node) {
+    url.hostname = node.nodename;
+    url.port = String(node.nodeport);
+  }
+  return url.toString();
+};
+
+async function onEach<T>(urls: readonly string[], fn: (sql: postgres.Sql) => Promise<T>): Promise<void> {
+  await Promise.all(urls.map(async (url) => {
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      await fn(sql);
+    } finally {
+      await sql.end();
+    }
+  }));
+}
+
 export async function createScratchDatabase(serverUrl: string, name = `pds_test_${randomBytes(6).toString('hex')}`): Promise<ScratchDatabase> {
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`drop database if exists ${name} with (force)`);
+  const [{ citus }] = await admin<{ citus: boolean }[]>`select exists (select 1 from pg_extension where extname = 'citus') as citus`;
+  const nodes = citus
+    ? await admin<ClusterNode[]>`select nodename, nodeport, groupid from pg_dist_node where noderole = 'primary' order by groupid`
+    : [];
+  const workers = nodes.filter((n) => n.groupid !== 0);
+  const workerServers = workers.map((n) => urlOf(serverUrl, new URL(serverUrl).pathname.slice(1), n));
+  const dropEverywhere = async () => {
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await onEach(workerServers, (sql) => sql.unsafe(`drop database if exists ${name} with (force)`));
+  };
+  await dropEverywhere();
   await admin.unsafe(`create database ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
+  await onEach(workerServers, (sql) => sql.unsafe(`create database ${name}`));
+  if (citus) {
+    await onEach([urlOf(serverUrl, name), ...workers.map((n) => urlOf(serverUrl, name, n))], (sql) => sql`create extension citus`);
+    const coordinator = nodes.find((n) => n.groupid === 0);
+    await onEach([urlOf(serverUrl, name)], async (sql) => {
+      if (coordinator) await sql`select citus_set_coordinator_host(${coordinator.nodename}, ${coordinator.nodeport})`;
+      for (const worker of workers) await sql`select citus_add_node(${worker.nodename}, ${worker.nodeport})`;
+    });
+  }
   return {
-    url: url.toString(),
+    url: urlOf(serverUrl, name),
     async drop() {
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
+      await dropEverywhere();
       await admin.end();
     },
   };

@@ -5,6 +5,30 @@ export interface Scope {
   readonly universityIds: readonly string[];
 }
 
+/** A university id as the token lookup returns it; nothing else may enter a SET statement. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The settings of a transaction as SET LOCAL statements, sent as one simple-protocol message. SET
+ * LOCAL, unlike set_config(), is what Citus forwards to the worker connections of the transaction
+ * (with citus.propagate_set_commands = 'local'; elsewhere that setting is an inert placeholder), so
+ * the scope reaches every node on which row-level security runs. SET takes no parameters: the
+ * values are literals, and only values that cannot carry SQL get here: the role names are
+ * constants, the scope is a list of uuids checked against UUID (hex digits and hyphens only, so
+ * the quoted literal cannot end early), the timeout a whole number.
+ */
+function settingsSql(role: 'pds_app' | 'pds_operator', settings: Readonly<Record<string, string>>): string {
+  const statements = [`set local citus.propagate_set_commands = 'local'`, `set local role ${role}`, `set local timezone = 'UTC'`];
+  for (const [name, value] of Object.entries(settings)) statements.push(`set local ${name} = '${value}'`);
+  return statements.join('; ');
+}
+
+export function scopeSetting(scope: Scope): string {
+  const bad = scope.universityIds.find((id) => !UUID.test(id));
+  if (bad !== undefined) throw new Error(`A scope holds ${JSON.stringify(bad)}, which is not a uuid.`);
+  return scope.universityIds.join(',');
+}
+
 /**
  * Every statement the service runs goes through one of these two doors, each a transaction
  * under a role that row-level security binds: partners as `pds_app` limited to their scope,
@@ -15,23 +39,19 @@ export class Database {
   constructor(readonly store: Store, readonly statementTimeoutMs: number) {}
 
   asPartner<T>(scope: Scope, fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return this.inRole(
-      `select set_config('role', 'pds_app', true), set_config('pds.scope', $1, true),
-              set_config('statement_timeout', $2, true), set_config('TimeZone', 'UTC', true)`,
-      [scope.universityIds.join(','), String(this.statementTimeoutMs)],
-      fn, options,
-    );
+    const settings = settingsSql('pds_app', { 'pds.scope': scopeSetting(scope), statement_timeout: String(Math.trunc(this.statementTimeoutMs)) });
+    return this.inRole(settings, fn, options);
   }
 
   asOperator<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return this.inRole(`select set_config('role', 'pds_operator', true), set_config('TimeZone', 'UTC', true)`, [], fn, options);
+    return this.inRole(settingsSql('pds_operator', {}), fn, options);
   }
 
   /**
-   * The settings statement is not awaited before the callback's first statement: statements on
-   * one connection run in order, so they travel in one pipeline; a failure of either fails both.
+   * The settings are not awaited before the callback's first statement: statements on one
+   * connection run in order, so they travel in one pipeline; a failure of either fails both.
    */
-  private inRole<T>(settings: string, params: string[], fn: (tx: Queryable) => Promise<T>, options: TransactionOptions): Promise<T> {
-    return this.store.transaction((tx) => pipelined(tx.query(settings, params), () => fn(tx)), options);
+  private inRole<T>(settings: string, fn: (tx: Queryable) => Promise<T>, options: TransactionOptions): Promise<T> {
+    return this.store.transaction((tx) => pipelined(tx.exec(settings), () => fn(tx)), options);
   }
 }

@@ -1,21 +1,26 @@
 /**
- * What the operator creates when onboarding a university (docs/decisions.md, "Operator API"). Each function is one
- * statement; constraint violations surface as database errors the HTTP layer maps to 4xx.
+ * What the operator creates when onboarding a university (docs/decisions.md, "Operator API"). Each
+ * record is inserted, then read back in its operator shape (src/domain/operator-records.ts): Citus
+ * refuses functions of a column (the timestamp rendering) and subqueries in RETURNING. Constraint
+ * violations surface as database errors the HTTP layer maps to 4xx.
  */
+import { randomUUID } from 'node:crypto';
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable, Row } from '../db/store.ts';
 import { apiError } from '../errors.ts';
 import type { COHORT_SHAPE, CreateValues } from '../resources/write-shapes.ts';
-import { recordFields } from './operator-records.ts';
+import { claimAccountAddress } from './email-register.ts';
+import { type OperatorCollection, getRecord } from './operator-records.ts';
 import { timestampJson } from './timestamps.ts';
 
-async function insertOne(tx: Queryable, text: string, params: (string | null)[]): Promise<Row> {
-  const [row] = await tx.query(text, params);
-  return row;
+/** Runs an insert that returns the new record's `id`, and reads the record back. */
+async function insertOne(tx: Queryable, collection: OperatorCollection, text: string, params: (string | null)[]): Promise<Row> {
+  const [{ id }] = await tx.query<{ id: string }>(text, params);
+  return (await getRecord(tx, collection, id))!;
 }
 
 export function createConsortium(tx: Queryable, input: { name: string }) {
-  return insertOne(tx, `insert into consortia as r (name) values ($1) returning ${recordFields('consortia')}`, [input.name]);
+  return insertOne(tx, 'consortia', 'insert into consortia (name) values ($1) returning id', [input.name]);
 }
 
 /**
@@ -30,33 +35,39 @@ export async function createUniversity(tx: Queryable, input: { name: string; sho
     const [known] = await tx.query(`select 1 from pg_timezone_names where name = $1 and name !~ '^(posix|right)/'`, [input.timezone]);
     if (!known) throw apiError('INVALID_BODY', `timezone "${input.timezone}" is not an IANA time zone name.`, 'Use a name such as Europe/London or America/Chicago.');
   }
-  return insertOne(tx,
-    `insert into universities as r (name, short_name, consortium_id, country, timezone) values ($1, $2, $3, $4, $5)
-     returning ${recordFields('universities')}`,
+  return insertOne(tx, 'universities',
+    'insert into universities (name, short_name, consortium_id, country, timezone) values ($1, $2, $3, $4, $5) returning id',
     [input.name, input.short_name ?? null, input.consortium_id ?? null, input.country ?? null, input.timezone ?? null]);
 }
 
 export function createCampus(tx: Queryable, input: { university_id: string; name: string; city?: string | null; country?: string | null }) {
-  return insertOne(tx,
-    `insert into campuses as r (university_id, name, city, country) values ($1, $2, $3, $4)
-     returning ${recordFields('campuses')}`,
+  return insertOne(tx, 'campuses',
+    'insert into campuses (university_id, name, city, country) values ($1, $2, $3, $4) returning id',
     [input.university_id, input.name, input.city ?? null, input.country ?? null]);
 }
 
 export function createResumeTemplate(tx: Queryable, input: { university_id: string; name: string }) {
-  return insertOne(tx,
-    `insert into resume_templates as r (university_id, name) values ($1, $2) returning ${recordFields('resume-templates')}`,
+  return insertOne(tx, 'resume-templates',
+    'insert into resume_templates (university_id, name) values ($1, $2) returning id',
     [input.university_id, input.name]);
 }
 
-/** Accounts that are not students: staff of a university, or self-serve users without one. */
+/**
+ * Accounts that are not students: staff of a university, or self-serve users without one. An
+ * account without a university is its own tenant (migration 004): its university_id is its id.
+ */
 export async function createAccount(tx: Queryable, input: { email: string; kind: 'staff' | 'self_serve'; university_id?: string | null }) {
   const email = input.email.trim().toLowerCase();
-  const [taken] = await tx.query('select 1 from accounts where email = $1 union all select 1 from secondary_emails where email = $1', [email]);
-  if (taken) throw apiError('EMAIL_TAKEN');
-  return insertOne(tx,
-    `insert into accounts as r (email, kind, university_id) values ($1, $2, $3) returning ${recordFields('accounts')}`,
-    [email, input.kind, input.university_id ?? null]);
+  const universityId = input.university_id ?? null;
+  if (universityId !== null) {
+    const [known] = await tx.query('select 1 from universities where id = $1', [universityId]);
+    if (!known) throw apiError('INVALID_REFERENCE', 'university_id', universityId);
+  }
+  if (!await claimAccountAddress(tx, email, input.kind, universityId)) throw apiError('EMAIL_TAKEN');
+  const id = randomUUID();
+  return insertOne(tx, 'accounts',
+    'insert into accounts (id, email, kind, university_id) values ($1, $2, $3, coalesce($4::uuid, $1::uuid)) returning id',
+    [id, email, input.kind, universityId]);
 }
 
 export type AppCohortInput = { university_id: string } & CreateValues<typeof COHORT_SHAPE>;
@@ -70,12 +81,16 @@ export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
     if (!campus) throw apiError('CAMPUS_NOT_FOUND', input.campus_name);
     campusId = campus.id;
   }
-  return insertOne(tx,
+  const [{ id }] = await tx.query<{ id: string }>(
     `insert into cohorts (university_id, name, display_name, program, degree, start_date, end_date, intake_year,
        intake_term, campus_id, study_mode, resume_template_names)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text[])
-     returning id, university_id, name, display_name, program, degree, start_date::text, end_date::text, intake_year,
-       intake_term, campus_id, study_mode, resume_template_names, ${timestampJson('created_at')} as created_at`,
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text[]) returning id`,
     [input.university_id, input.name, input.display_name, input.program, input.degree, input.start_date, input.end_date,
       String(input.intake_year), input.intake_term, campusId, input.study_mode ?? null, arrayLiteral(input.resume_template_names ?? [])]);
+  const [row] = await tx.query(
+    `select id, university_id, name, display_name, program, degree, start_date::text, end_date::text, intake_year,
+       intake_term, campus_id, study_mode, resume_template_names, ${timestampJson('created_at')} as created_at
+     from cohorts where id = $1 and university_id = $2`,
+    [id, input.university_id]);
+  return row;
 }

@@ -54,11 +54,12 @@ export const OPERATOR_RECORDS = {
     filters: { ...universityId, name: nameContains },
   },
   // The accounts the operator creates. A student's account belongs to its university and is
-  // read there with the university's token, so the operator API lists no student addresses.
+  // read there with the university's token, so the operator API lists no student addresses. An
+  // account without a university is stored as its own tenant (migration 004) and shown without.
   accounts: {
     table: 'accounts',
     only: `r.kind <> 'student'`,
-    fields: { id: 'r.id', email: 'r.email', kind: 'r.kind', university_id: 'r.university_id', created_at: createdAt },
+    fields: { id: 'r.id', email: 'r.email', kind: 'r.kind', university_id: 'nullif(r.university_id, r.id)', created_at: createdAt },
     filters: { ...universityId, kind: equals('kind', 'text'), email: (value) => `r.email = lower(btrim(${value}))` },
   },
   // Never the secret (it is not stored) nor its hash.

@@ -6,8 +6,9 @@
 import type { Database } from '../db/database.ts';
 import { lockUniversity } from '../db/locks.ts';
 import type { Queryable } from '../db/store.ts';
-import { type UnnestColumn, unnest } from '../db/unnest.ts';
+import { type ValuesColumn, valuesList } from '../db/values.ts';
 import { apiError } from '../errors.ts';
+import { releaseErasedAddresses, sha256Hex } from './email-register.ts';
 import { type AlumniChange, alumniAfterSignIn, alumniChanges, impliedAlumni, todayUtc } from './alumni.ts';
 import { timestampJson } from './timestamps.ts';
 
@@ -16,7 +17,7 @@ export interface HistoryEntry extends AlumniChange {
   readonly studentId: string;
 }
 
-const HISTORY_COLUMNS: readonly UnnestColumn<HistoryEntry>[] = [
+const HISTORY_COLUMNS: readonly ValuesColumn<HistoryEntry>[] = [
   { name: 'university_id', type: 'uuid', value: (e) => e.universityId },
   { name: 'student_id', type: 'uuid', value: (e) => e.studentId },
   { name: 'is_alumni', type: 'boolean', value: (e) => e.isAlumni },
@@ -25,12 +26,8 @@ const HISTORY_COLUMNS: readonly UnnestColumn<HistoryEntry>[] = [
 
 export async function recordAlumniHistory(tx: Queryable, entries: readonly HistoryEntry[]): Promise<void> {
   if (entries.length === 0) return;
-  const { rows, params } = unnest(HISTORY_COLUMNS, entries);
-  await tx.query(
-    `insert into alumni_flag_history (university_id, student_id, is_alumni, reason)
-     select u.university_id, u.student_id, u.is_alumni, u.reason from ${rows}`,
-    params,
-  );
+  const list = valuesList(HISTORY_COLUMNS, entries);
+  await tx.query(`insert into alumni_flag_history (${list.columns}) values ${list.rows}`, list.params);
 }
 
 interface StudentFlagState {
@@ -50,8 +47,8 @@ async function lockedStudent(tx: Queryable, studentId: string): Promise<StudentF
   await lockUniversity(tx, owner.university_id);
   const [state] = await tx.query<StudentFlagState>(
     `select s.id, s.university_id, s.is_alumni, s.graduation_date::text, c.end_date::text as cohort_end_date
-     from students s left join cohorts c on c.id = s.cohort_id where s.id = $1`,
-    [studentId],
+     from students s left join cohorts c on c.university_id = s.university_id and c.id = s.cohort_id where s.id = $1 and s.university_id = $2`,
+    [studentId, owner.university_id],
   );
   if (!state) throw studentNotFound();
   return state;
@@ -60,8 +57,8 @@ async function lockedStudent(tx: Queryable, studentId: string): Promise<StudentF
 async function applyFlag(tx: Queryable, state: StudentFlagState, change: AlumniChange, extraSet = '', extraParams: (string | null)[] = []) {
   const changes = alumniChanges(state.is_alumni, [change]);
   await tx.query(
-    `update students set is_alumni = $2, updated_at = now()${extraSet} where id = $1`,
-    [state.id, String(change.isAlumni), ...extraParams],
+    `update students set is_alumni = $3, updated_at = now()${extraSet} where id = $1 and university_id = $2`,
+    [state.id, state.university_id, String(change.isAlumni), ...extraParams],
   );
   await recordAlumniHistory(tx, changes.map((c) => ({ ...c, universityId: state.university_id, studentId: state.id })));
 }
@@ -81,19 +78,23 @@ export function setGraduationDateInApp(db: Database, studentId: string, graduati
   return db.asOperator(async (tx) => {
     const state = await lockedStudent(tx, studentId);
     const implied = impliedAlumni(graduationDate, state.cohort_end_date, todayUtc());
-    await applyFlag(tx, state, { isAlumni: implied, reason: 'graduation_date_set' }, ', graduation_date = $3::date', [graduationDate]);
+    await applyFlag(tx, state, { isAlumni: implied, reason: 'graduation_date_set' }, ', graduation_date = $4::date', [graduationDate]);
   });
 }
 
 /** A recorded secondary address becomes a login address once the student verifies it. */
 export function verifyEmail(db: Database, studentId: string, email: string): Promise<{ email: string; verified_at: string }> {
   return db.asOperator(async (tx) => {
-    await lockedStudent(tx, studentId);
+    const student = await lockedStudent(tx, studentId);
+    // Two statements: Citus refuses now() beside a column (coalesce) in an UPDATE, and a
+    // function of a column in RETURNING.
+    const address = [studentId, email.trim().toLowerCase(), student.university_id];
+    await tx.query(
+      `update secondary_emails set verified_at = now()
+       where student_id = $1 and email = $2 and university_id = $3 and verified_at is null`, address);
     const [row] = await tx.query<{ email: string; verified_at: string }>(
-      `update secondary_emails set verified_at = coalesce(verified_at, now())
-       where student_id = $1 and email = $2 returning email, ${timestampJson('verified_at')} as verified_at`,
-      [studentId, email.trim().toLowerCase()],
-    );
+      `select email, ${timestampJson('verified_at')} as verified_at from secondary_emails
+       where student_id = $1 and email = $2 and university_id = $3`, address);
     if (!row) throw apiError('NOT_FOUND', 'That address is not a recorded secondary address of the student.');
     return row;
   });
@@ -105,17 +106,20 @@ export function verifyEmail(db: Database, studentId: string, email: string): Pro
  */
 export function eraseStudent(db: Database, studentId: string): Promise<void> {
   return db.asOperator(async (tx) => {
-    await lockedStudent(tx, studentId);
+    const { university_id: universityId } = await lockedStudent(tx, studentId);
+    const key = [studentId, universityId];
+    const [student] = await tx.query<{ email: string; external_id: string | null }>(
+      'select email, external_id from students where id = $1 and university_id = $2', key);
+    const secondaries = await tx.query<{ email: string }>(
+      'select email from secondary_emails where student_id = $1 and university_id = $2', key);
+    // The hashes are computed here: Citus refuses sha256() of a column in an UPDATE.
+    await tx.query('delete from alumni_flag_history where student_id = $1 and university_id = $2', key);
+    await tx.query('delete from students where id = $1 and university_id = $2', key);
     await tx.query(
-      `with history as (delete from alumni_flag_history where student_id = $1),
-       erased as (delete from students where id = $1 returning id, email, external_id)
-       update accounts a set email = null, erased_at = now(),
-         erased_email_hash = encode(sha256(convert_to(e.email, 'UTF8')), 'hex'),
-         erased_external_id_hash = case when e.external_id is null then null
-                                        else encode(sha256(convert_to(e.external_id, 'UTF8')), 'hex') end
-       from erased e where a.id = e.id`,
-      [studentId],
-    );
+      `update accounts set email = null, erased_at = now(), erased_email_hash = $3, erased_external_id_hash = $4
+       where id = $1 and university_id = $2`,
+      [...key, sha256Hex(student.email), student.external_id === null ? null : sha256Hex(student.external_id)]);
+    await releaseErasedAddresses(tx, student.email, secondaries.map((s) => s.email));
   });
 }
 

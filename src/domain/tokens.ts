@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Database, Scope } from '../db/database.ts';
 import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
-import { OPERATOR_RECORDS, type OperatorRecord, recordFields } from './operator-records.ts';
+import { OPERATOR_RECORDS, type OperatorRecord, getRecord } from './operator-records.ts';
 
 const TOKEN_PREFIX = 'pds_';
 
@@ -38,12 +38,13 @@ export interface TokenGrant {
 
 export async function issueToken(tx: Queryable, grant: TokenGrant): Promise<IssuedToken> {
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
-  const [row] = await tx.query<TokenRecord>(
-    `insert into tokens as r (token_hash, university_id, consortium_id, can_write, expires_at, label)
-     values ($1, $2, $3, $4, $5, $6)
-     returning ${recordFields('tokens')}`,
+  // Read back rather than returned: Citus refuses subqueries and functions of a column in RETURNING.
+  const [{ id }] = await tx.query<{ id: string }>(
+    `insert into tokens (token_hash, university_id, consortium_id, can_write, expires_at, label)
+     values ($1, $2, $3, $4, $5, $6) returning id`,
     [hashToken(token), grant.universityId ?? null, grant.consortiumId ?? null, String(grant.canWrite ?? false), grant.expiresAt ?? null, grant.label ?? null],
   );
+  const row = (await getRecord(tx, 'tokens', id))!;
   return { ...row, token };
 }
 

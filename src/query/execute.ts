@@ -13,7 +13,7 @@ import { LIMITS } from '../limits.ts';
 import type { ReadMediaType } from './media-types.ts';
 import type { ReadPlan } from './plan.ts';
 import {
-  PAGE_CURSOR, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
+  PAGE_CURSOR, type Tenants, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
 } from './sql.ts';
 
 /** Pages up to this many rows are built as one text; larger ones are streamed. */
@@ -36,14 +36,34 @@ export interface ReadResult extends PageSize {
   readonly body: string | Readable | null;
 }
 
-async function plannedTotal(tx: Queryable, plan: ReadPlan): Promise<number> {
-  const statement = buildPlannedCountStatement(plan);
-  const [row] = await tx.query<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }>(statement.text, statement.params);
-  return row['QUERY PLAN'][0].Plan['Plan Rows'];
+/** A node of EXPLAIN (FORMAT JSON)'s plan; Citus's scan of a distributed table carries its tasks. */
+export interface PlanNode {
+  readonly 'Plan Rows': number;
+  readonly 'Distributed Query'?: { readonly Job: { readonly Tasks: readonly { readonly 'Remote Plan': readonly (readonly { readonly Plan: PlanNode }[])[] }[] } };
 }
 
-async function countedTotal(tx: Queryable, plan: ReadPlan, cap?: number): Promise<number> {
-  const statement = buildCountStatement(plan, cap);
+/**
+ * The rows a plan expects. Citus's own node gives a placeholder (100,000 whatever the table), so
+ * for a distributed scan the figure is the sum of its tasks' plans, each made by the node that
+ * holds the shard from that shard's statistics (all tasks are shown: citus.explain_all_tasks).
+ */
+export function plannedRows(plan: PlanNode): number {
+  const tasks = plan['Distributed Query']?.Job.Tasks;
+  if (!tasks) return plan['Plan Rows'];
+  return tasks.reduce((sum, task) => sum + plannedRows(task['Remote Plan'][0][0].Plan), 0);
+}
+
+async function plannedTotal(tx: Queryable, plan: ReadPlan, tenants: Tenants): Promise<number> {
+  const statement = buildPlannedCountStatement(plan, tenants);
+  const [, [row]] = await Promise.all([
+    tx.exec('set local citus.explain_all_tasks = on'),
+    tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(statement.text, statement.params),
+  ]);
+  return Math.round(plannedRows(row['QUERY PLAN'][0].Plan));
+}
+
+async function countedTotal(tx: Queryable, plan: ReadPlan, tenants: Tenants, cap?: number): Promise<number> {
+  const statement = buildCountStatement(plan, tenants, cap);
   const [row] = await tx.query<{ total: string }>(statement.text, statement.params);
   return Number(row.total);
 }
@@ -53,9 +73,9 @@ async function countedTotal(tx: Queryable, plan: ReadPlan, cap?: number): Promis
  * below the cap + 1. The planner's figure comes from statistics over every university's rows,
  * so a scope that holds at most 10,000 matching rows never sees it.
  */
-async function estimatedTotal(tx: Queryable, plan: ReadPlan): Promise<number> {
-  const capped = await countedTotal(tx, plan, LIMITS.rowsPerResponse + 1);
-  return capped > LIMITS.rowsPerResponse ? Math.max(capped, await plannedTotal(tx, plan)) : capped;
+async function estimatedTotal(tx: Queryable, plan: ReadPlan, tenants: Tenants): Promise<number> {
+  const capped = await countedTotal(tx, plan, tenants, LIMITS.rowsPerResponse + 1);
+  return capped > LIMITS.rowsPerResponse ? Math.max(capped, await plannedTotal(tx, plan, tenants)) : capped;
 }
 
 export interface ReadOptions {
@@ -70,40 +90,40 @@ const countsExactly = (plan: ReadPlan, options: ReadOptions) =>
   plan.count === 'exact' || (plan.count !== null && !options.plannedCounts);
 
 /** The total a count preference asks for; `exact` says whether it is the true number. */
-async function totalOf(tx: Queryable, plan: ReadPlan, options: ReadOptions): Promise<{ total: number | null; exact: boolean }> {
+async function totalOf(tx: Queryable, plan: ReadPlan, tenants: Tenants, options: ReadOptions): Promise<{ total: number | null; exact: boolean }> {
   if (plan.count === null) return { total: null, exact: false };
-  if (countsExactly(plan, options)) return { total: await countedTotal(tx, plan), exact: true };
-  return { total: await estimatedTotal(tx, plan), exact: false };
+  if (countsExactly(plan, options)) return { total: await countedTotal(tx, plan, tenants), exact: true };
+  return { total: await estimatedTotal(tx, plan, tenants), exact: false };
 }
 
 /**
  * A single object (`Accept: application/vnd.pgrst.object+json`): the page is read with at most
  * two rows; only when more than one row matches is the number counted for the error.
  */
-async function readSingular(tx: Queryable, plan: ReadPlan, head: boolean): Promise<ReadResult> {
+async function readSingular(tx: Queryable, plan: ReadPlan, tenants: Tenants, head: boolean): Promise<ReadResult> {
   const twoAtMost: ReadPlan = { ...plan, page: { ...plan.page, limit: Math.min(plan.page.limit, 2) } };
-  const statement = buildPageStatement(twoAtMost, { exactCount: false, body: !head });
+  const statement = buildPageStatement(twoAtMost, tenants, { exactCount: false, body: !head });
   const [row] = await tx.query<{ page_total: number; body: string | null }>(statement.text, statement.params);
   if (row.page_total !== 1) {
-    const rows = row.page_total === 0 ? 0 : Math.min(plan.page.limit, (await countedTotal(tx, plan, plan.page.offset + plan.page.limit)) - plan.page.offset);
+    const rows = row.page_total === 0 ? 0 : Math.min(plan.page.limit, (await countedTotal(tx, plan, tenants, plan.page.offset + plan.page.limit)) - plan.page.offset);
     throw apiError('PGRST116', rows);
   }
   return { rows: 1, total: null, body: head ? null : row.body };
 }
 
-async function readWhole(tx: Queryable, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
+async function readWhole(tx: Queryable, plan: ReadPlan, tenants: Tenants, options: ReadOptions): Promise<ReadResult> {
   // An exact total is counted in the page's own statement.
   const exactCount = countsExactly(plan, options);
-  const estimated = exactCount ? null : (await totalOf(tx, plan, options)).total;
-  const statement = buildPageStatement(plan, { exactCount, body: !options.head });
+  const estimated = exactCount ? null : (await totalOf(tx, plan, tenants, options)).total;
+  const statement = buildPageStatement(plan, tenants, { exactCount, body: !options.head });
   const [row] = await tx.query<{ total: string | null; page_total: number; body: string | null }>(statement.text, statement.params);
   return { rows: row.page_total, total: exactCount ? Number(row.total) : estimated, body: options.head ? null : row.body };
 }
 
-async function measureStreamedPage(tx: Queryable, plan: ReadPlan, options: ReadOptions): Promise<PageSize> {
+async function measureStreamedPage(tx: Queryable, plan: ReadPlan, tenants: Tenants, options: ReadOptions): Promise<PageSize> {
   const { offset, limit } = plan.page;
-  const { total, exact } = await totalOf(tx, plan, options);
-  const reachable = exact ? total! : await countedTotal(tx, plan, offset + limit);
+  const { total, exact } = await totalOf(tx, plan, tenants, options);
+  const reachable = exact ? total! : await countedTotal(tx, plan, tenants, offset + limit);
   return { rows: Math.max(0, Math.min(limit, reachable - offset)), total };
 }
 
@@ -188,11 +208,11 @@ function readStreamed(db: Database, scope: Scope, plan: ReadPlan, mediaType: Str
       resolve(result);
     };
     db.asPartner(scope, async (tx) => {
-      const size = await measureStreamedPage(tx, plan, options);
+      const size = await measureStreamedPage(tx, plan, scope.universityIds, options);
       if (options.head) return answer({ ...size, body: null });
       const opening = await framing.open(tx, plan);
       if (size.rows === 0) return answer({ ...size, body: opening + framing.close });
-      const cursor = buildCursorStatement(plan);
+      const cursor = buildCursorStatement(plan, scope.universityIds);
       await tx.query(cursor.text, cursor.params);
       const body = Readable.from(streamedRows(tx, framing, opening, await fetchBatch(tx)), { objectMode: false });
       answer({ ...size, body });
@@ -205,7 +225,8 @@ function readStreamed(db: Database, scope: Scope, plan: ReadPlan, mediaType: Str
 
 export function executeRead(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
   const { mediaType } = plan;
-  if (mediaType === 'singular') return db.asPartner(scope, (tx) => readSingular(tx, plan, options.head), { readOnly: true });
+  const tenants = scope.universityIds;
+  if (mediaType === 'singular') return db.asPartner(scope, (tx) => readSingular(tx, plan, tenants, options.head), { readOnly: true });
   if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, mediaType, options);
-  return db.asPartner(scope, (tx) => readWhole(tx, plan, options), { readOnly: true });
+  return db.asPartner(scope, (tx) => readWhole(tx, plan, tenants, options), { readOnly: true });
 }

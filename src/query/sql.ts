@@ -1,7 +1,9 @@
 /**
  * SQL: plan → parameterised statements. Identifiers come only from the registry (through the
- * plan); every value, JSON key and output key is a bind parameter. Row scoping is not written
- * here at all: row-level security adds it inside PostgreSQL.
+ * plan); every value, JSON key and output key is a bind parameter. Row scoping is row-level
+ * security's, inside PostgreSQL; every statement also names the caller's universities in the
+ * resource's tenant column, so that on Citus a read of one university is routed to its shard
+ * (and a consortium's to its members' shards) instead of asking every shard.
  */
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { ReadMediaType } from './media-types.ts';
@@ -77,9 +79,17 @@ function conditionSql(condition: PlannedCondition, params: Parameters): string {
   return condition.negated ? `NOT ${sql}` : sql;
 }
 
-function whereSql(plan: ReadPlan, params: Parameters): string {
-  if (plan.conditions.length === 0) return '';
-  return ` WHERE ${plan.conditions.map((c) => conditionSql(c, params)).join(' AND ')}`;
+/** The universities a statement reads: the caller's scope (src/db/database.ts). */
+export type Tenants = readonly string[];
+
+/** One university as `= $n`, several as `= ANY($n)`: Citus routes both forms by their values. */
+function tenantSql(plan: ReadPlan, tenants: Tenants, params: Parameters): string {
+  const column = quoteIdentifier(plan.resource.tenantColumn.name);
+  return tenants.length === 1 ? `${column} = ${params.add(tenants[0])}::uuid` : `${column} = ANY(${params.add(arrayLiteral(tenants))}::uuid[])`;
+}
+
+function whereSql(plan: ReadPlan, tenants: Tenants, params: Parameters): string {
+  return ` WHERE ${[tenantSql(plan, tenants, params), ...plan.conditions.map((c) => conditionSql(c, params))].join(' AND ')}`;
 }
 
 /** The caller's order, then `id` so that pages never overlap on ties. */
@@ -101,10 +111,10 @@ function outputSql(output: OutputColumn, params: Parameters): string {
 }
 
 /** The page's rows as columns c0…cn. */
-function pageSql(plan: ReadPlan, params: Parameters): string {
+function pageSql(plan: ReadPlan, tenants: Tenants, params: Parameters): string {
   const columns = plan.output.map((o, i) => `${outputSql(o, params)} AS c${i}`).join(', ');
   const from = ` FROM ${quoteIdentifier(plan.resource.relation)}`;
-  const where = whereSql(plan, params);
+  const where = whereSql(plan, tenants, params);
   const order = orderSql(plan, params);
   const limit = params.add(String(plan.page.limit));
   const offset = params.add(String(plan.page.offset));
@@ -166,8 +176,8 @@ const BODY_RENDERERS: Readonly<Record<ReadMediaType, BodyRenderer>> = {
   },
 };
 
-function countSql(plan: ReadPlan, params: Parameters, cap?: number): string {
-  const inner = `SELECT 1 FROM ${quoteIdentifier(plan.resource.relation)}${whereSql(plan, params)}`;
+function countSql(plan: ReadPlan, tenants: Tenants, params: Parameters, cap?: number): string {
+  const inner = `SELECT 1 FROM ${quoteIdentifier(plan.resource.relation)}${whereSql(plan, tenants, params)}`;
   return cap === undefined
     ? `SELECT count(*) FROM (${inner}) pds_all`
     : `SELECT count(*) FROM (${inner} LIMIT ${params.add(String(cap))}) pds_capped`;
@@ -177,10 +187,10 @@ function countSql(plan: ReadPlan, params: Parameters, cap?: number): string {
  * One statement for a page that is sent whole: the total (when an exact count is asked for),
  * the number of rows, and the body in the plan's media type, built by PostgreSQL. PostgREST's shape.
  */
-export function buildPageStatement(plan: ReadPlan, options: { exactCount: boolean; body: boolean }): Statement {
+export function buildPageStatement(plan: ReadPlan, tenants: Tenants, options: { exactCount: boolean; body: boolean }): Statement {
   const params = new Parameters();
-  const page = pageSql(plan, params);
-  const total = options.exactCount ? `(${countSql(plan, params)})::text` : 'NULL::text';
+  const page = pageSql(plan, tenants, params);
+  const total = options.exactCount ? `(${countSql(plan, tenants, params)})::text` : 'NULL::text';
   const body = options.body ? BODY_RENDERERS[plan.mediaType].page(plan, params) : 'NULL::text';
   return {
     text: `WITH pds_page AS (${page}) SELECT ${total} AS total, count(*)::integer AS page_total, ${body} AS body FROM pds_page`,
@@ -189,24 +199,24 @@ export function buildPageStatement(plan: ReadPlan, options: { exactCount: boolea
 }
 
 /** The filtered rows counted, optionally stopping at `cap` rows. */
-export function buildCountStatement(plan: ReadPlan, cap?: number): Statement {
+export function buildCountStatement(plan: ReadPlan, tenants: Tenants, cap?: number): Statement {
   const params = new Parameters();
-  return { text: `SELECT (${countSql(plan, params, cap)})::text AS total`, params: params.values };
+  return { text: `SELECT (${countSql(plan, tenants, params, cap)})::text AS total`, params: params.values };
 }
 
-/** The planner's estimate of the filtered rows (`Prefer: count=planned`). */
-export function buildPlannedCountStatement(plan: ReadPlan): Statement {
+/** The planner's estimate of the filtered rows (`Prefer: count=planned`); read by plannedRows. */
+export function buildPlannedCountStatement(plan: ReadPlan, tenants: Tenants): Statement {
   const params = new Parameters();
-  const rows = `SELECT 1 FROM ${quoteIdentifier(plan.resource.relation)}${whereSql(plan, params)}`;
+  const rows = `SELECT 1 FROM ${quoteIdentifier(plan.resource.relation)}${whereSql(plan, tenants, params)}`;
   return { text: `EXPLAIN (FORMAT JSON) ${rows}`, params: params.values };
 }
 
 export const PAGE_CURSOR = 'pds_page_rows';
 
 /** A cursor over the page, one text per row in the plan's media type, for pages streamed in batches. */
-export function buildCursorStatement(plan: ReadPlan): Statement {
+export function buildCursorStatement(plan: ReadPlan, tenants: Tenants): Statement {
   const params = new Parameters();
-  const page = pageSql(plan, params);
+  const page = pageSql(plan, tenants, params);
   const row = BODY_RENDERERS[plan.mediaType].row(plan, params);
   return {
     text: `DECLARE ${PAGE_CURSOR} NO SCROLL CURSOR FOR SELECT ${row} AS row FROM (${page}) pds_page`,

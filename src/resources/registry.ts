@@ -25,13 +25,21 @@ export interface Resource {
   readonly description: string;
   readonly columns: readonly Column[];
   readonly columnsByName: ReadonlyMap<string, Column>;
+  /**
+   * The column holding the university a row belongs to; reads name the caller's universities in
+   * it, so that on Citus a read of one university runs on that university's shard alone.
+   */
+  readonly tenantColumn: Column;
 }
 
 type ColumnSpec = [name: string, type: ColumnType, nullable?: boolean, extra?: Partial<Column>];
 
-function defineResource(name: string, relation: string, description: string, specs: ColumnSpec[]): Resource {
+function defineResource(name: string, relation: string, description: string, specs: ColumnSpec[], tenantKey = 'university_id'): Resource {
   const columns = specs.map(([columnName, type, nullable = false, extra = {}]) => ({ name: columnName, type, nullable, ...extra }));
-  return { name, relation, description, columns, columnsByName: new Map(columns.map((c) => [c.name, c])) };
+  const columnsByName = new Map(columns.map((c) => [c.name, c]));
+  const tenantColumn = columnsByName.get(tenantKey);
+  if (!tenantColumn) throw new Error(`${name} has no column ${tenantKey}`);
+  return { name, relation, description, columns, columnsByName, tenantColumn };
 }
 
 const id: ColumnSpec = ['id', 'uuid'];
@@ -87,7 +95,7 @@ export const resources: readonly Resource[] = [
   defineResource('universities', 'universities', 'One row for a university token; one per member school for a consortium token.', [
     id, ['name', 'text'], ['short_name', 'text', true], ['consortium_id', 'uuid', true], ['country', 'text', true],
     ['timezone', 'text', true], ['created_at', 'timestamptz'],
-  ]),
+  ], 'id'),
   defineResource('student_engagement', 'student_engagement', 'Engagement totals per student.', [
     id, universityId, studentId, ['last_active_at', 'timestamptz', true], ['logins_30d', 'integer'], ['applications_total', 'integer'],
     ['events_attended_total', 'integer'], ['appointments_total', 'integer'], ['resume_count', 'integer'],

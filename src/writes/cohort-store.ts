@@ -1,14 +1,14 @@
 /** The database side of a cohort batch: state in three queries, changes in two statements. */
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable } from '../db/store.ts';
-import { type UnnestColumn, unnest } from '../db/unnest.ts';
+import { type ValuesColumn, valuesList } from '../db/values.ts';
 import type { CohortBatchState, CohortDecision, CohortRecord, CohortRow } from './cohort-rules.ts';
 
 export async function loadCohortState(tx: Queryable, universityId: string, rows: readonly CohortRow[]): Promise<CohortBatchState> {
   const cohorts = await tx.query<CohortRecord>(
     `select c.id, c.name, c.display_name, c.program, c.degree, c.start_date::text, c.end_date::text, c.intake_year,
             c.intake_term, cp.name as campus_name, c.study_mode, c.resume_template_names
-     from cohorts c left join campuses cp on cp.id = c.campus_id
+     from cohorts c left join campuses cp on cp.university_id = c.university_id and cp.id = c.campus_id
      where c.university_id = $1 and c.name = any($2::text[]) order by c.id`,
     [universityId, arrayLiteral([...new Set(rows.map((r) => r.name))])]);
   const campuses = await tx.query<{ id: string; name: string }>(
@@ -24,7 +24,7 @@ export async function loadCohortState(tx: Queryable, universityId: string, rows:
 }
 
 /** The columns of a cohort write; the campus travels as its id. */
-const cohortColumns = (state: CohortBatchState): UnnestColumn<CohortRecord>[] => [
+const cohortColumns = (state: CohortBatchState): ValuesColumn<CohortRecord>[] => [
   { name: 'id', type: 'uuid', value: (r) => r.id },
   { name: 'name', type: 'text', value: (r) => r.name },
   { name: 'display_name', type: 'text', value: (r) => r.display_name },
@@ -36,8 +36,7 @@ const cohortColumns = (state: CohortBatchState): UnnestColumn<CohortRecord>[] =>
   { name: 'intake_term', type: 'text', value: (r) => r.intake_term },
   { name: 'campus_id', type: 'uuid', value: (r) => (r.campus_name === null ? null : state.campusIdsByName.get(r.campus_name) ?? null) },
   { name: 'study_mode', type: 'text', value: (r) => r.study_mode },
-  // Each cohort's template list travels as one array literal, cast back to text[] per row.
-  { name: 'templates', type: 'text', value: (r) => arrayLiteral(r.resume_template_names) },
+  { name: 'resume_template_names', type: 'text[]', value: (r) => arrayLiteral(r.resume_template_names) },
 ];
 
 /** Writes each touched cohort once, with its final values (a batch may create then update one). */
@@ -48,25 +47,20 @@ export async function applyCohortChanges(tx: Queryable, universityId: string, st
     if (d.kind === 'create') createdIds.add(d.record.id);
     if (d.kind === 'create' || d.kind === 'update') finalById.set(d.record.id, d.record);
   }
-  const rowsOf = (records: readonly CohortRecord[]) => unnest(cohortColumns(state), records, 2);
+  const columns = cohortColumns(state);
   const creates = [...finalById.values()].filter((r) => createdIds.has(r.id));
   if (creates.length > 0) {
-    const { rows, params } = rowsOf(creates);
-    await tx.query(
-      `insert into cohorts (id, university_id, name, display_name, program, degree, start_date, end_date, intake_year,
-         intake_term, campus_id, study_mode, resume_template_names)
-       select u.id, $1, u.name, u.display_name, u.program, u.degree, u.start_date, u.end_date, u.intake_year, u.intake_term,
-         u.campus_id, u.study_mode, u.templates::text[] from ${rows}`,
-      [universityId, ...params]);
+    const list = valuesList(columns, creates, 2, ['$1::uuid']);
+    await tx.query(`insert into cohorts (university_id, ${list.columns}) values ${list.rows}`, [universityId, ...list.params]);
   }
   const updates = [...finalById.values()].filter((r) => !createdIds.has(r.id));
   if (updates.length > 0) {
-    const { rows, params } = rowsOf(updates);
+    const list = valuesList(columns, updates, 2);
     await tx.query(
       `update cohorts c set display_name = u.display_name, program = u.program, degree = u.degree, start_date = u.start_date,
          end_date = u.end_date, intake_year = u.intake_year, intake_term = u.intake_term, campus_id = u.campus_id,
-         study_mode = u.study_mode, resume_template_names = u.templates::text[], updated_at = now()
-       from ${rows} where c.id = u.id and c.university_id = $1`,
-      [universityId, ...params]);
+         study_mode = u.study_mode, resume_template_names = u.resume_template_names, updated_at = now()
+       from (values ${list.rows}) as u(${list.columns}) where c.id = u.id and c.university_id = $1`,
+      [universityId, ...list.params]);
   }
 }

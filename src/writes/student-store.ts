@@ -2,15 +2,13 @@
  * The database side of a student batch: the current state of every row at once (four
  * set-based queries), and the decisions applied with set-based statements.
  */
-import { createHash } from 'node:crypto';
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable } from '../db/store.ts';
-import { type UnnestColumn, unnest } from '../db/unnest.ts';
+import { type ValuesColumn, valuesList } from '../db/values.ts';
+import { claimAddresses as claimInRegister, sha256Hex } from '../domain/email-register.ts';
 import { recordAlumniHistory } from '../domain/student-events.ts';
 import type { StudentRow } from './student-rows.ts';
 import type { CohortRef, EmailOwner, StudentBatchState, StudentDecision, StudentRecord } from './student-rules.ts';
-
-const sha256Hex = (value: string) => createHash('sha256').update(value, 'utf8').digest('hex');
 
 interface StudentRecordRow {
   id: string;
@@ -28,7 +26,9 @@ interface StudentRecordRow {
 }
 
 const STUDENT_COLUMNS = `s.id, s.email, s.external_id, s.first_name, s.last_name, s.phone, s.graduation_date::text,
-  s.is_alumni, s.cohort_id, (select c.end_date::text from cohorts c where c.id = s.cohort_id) as cohort_end_date`;
+  s.is_alumni, s.cohort_id, c.end_date::text as cohort_end_date`;
+/** Joined on the tenant key: with students named by university (`$1`), the statement runs on that university's shard alone. */
+const STUDENT_COHORT = 'left join cohorts c on c.university_id = s.university_id and c.id = s.cohort_id';
 
 /** The students found, once each, by every address and number they were found by. */
 function indexStudents(students: readonly StudentRecordRow[]): Pick<StudentBatchState, 'byEmail' | 'byExternalId'> {
@@ -55,13 +55,14 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
   // The students a batch names, by each way of matching: one index lookup per key.
   const students = await tx.query<StudentRecordRow>(
     `select ${STUDENT_COLUMNS}, null::text as secondary_email
-       from unnest($2::text[]) as x(email) join students s on s.email = x.email and s.university_id = $1
+       from unnest($2::text[]) as x(email) join students s on s.email = x.email and s.university_id = $1 ${STUDENT_COHORT}
      union all
      select ${STUDENT_COLUMNS}, null from unnest($3::text[]) as x(external_id)
-       join students s on s.university_id = $1 and s.external_id = x.external_id
+       join students s on s.university_id = $1 and s.external_id = x.external_id ${STUDENT_COHORT}
      union all
      select ${STUDENT_COLUMNS}, se.email from unnest($2::text[]) as x(email)
-       join secondary_emails se on se.email = x.email and se.university_id = $1 join students s on s.id = se.student_id`,
+       join secondary_emails se on se.email = x.email and se.university_id = $1
+       join students s on s.university_id = se.university_id and s.id = se.student_id ${STUDENT_COHORT}`,
     [universityId, emails, arrayLiteral(externalIds)],
   );
   const matchedEmails = new Set(students.map((s) => s.secondary_email ?? s.email));
@@ -70,9 +71,11 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
   const unmatchedEmails = [...new Set(rows.map((r) => r.email))].filter((e) => !matchedEmails.has(e));
   // Only addresses and numbers not found at the university can belong to anyone else (none, on
   // a replay); the two lookups travel in one pipeline.
+  const emailsByHash = new Map(unmatchedEmails.map((e) => [sha256Hex(e), e]));
   const [owners, erased] = await Promise.all([
-    unmatchedEmails.length === 0 ? [] : tx.query<{ email: string; kind: EmailOwner['kind']; in_scope: boolean; erased: boolean }>(
-      'select email, kind, in_scope, erased from pds_email_owners($1::text[])', [arrayLiteral(unmatchedEmails)]),
+    unmatchedEmails.length === 0 ? [] : tx.query<{ email_hash: string; kind: EmailOwner['kind']; in_scope: boolean; erased: boolean }>(
+      `select email_hash, kind, coalesce(university_id = $1, false) as in_scope, erased
+       from email_register where email_hash = any($2::text[])`, [universityId, arrayLiteral([...emailsByHash.keys()])]),
     unmatchedExternalIds.length === 0 ? [] : tx.query<{ hash: string }>(
       `select erased_external_id_hash as hash from accounts where university_id = $1 and erased_external_id_hash = any($2::text[])`,
       [universityId, arrayLiteral(unmatchedExternalIds.map(sha256Hex))]),
@@ -82,7 +85,7 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
     [universityId, cohortNames]);
 
   const emailOwners = new Map<string, EmailOwner[]>();
-  for (const o of owners) emailOwners.set(o.email, [...(emailOwners.get(o.email) ?? []), { kind: o.kind, inScope: o.in_scope, erased: o.erased }]);
+  for (const o of owners) emailOwners.set(emailsByHash.get(o.email_hash)!, [{ kind: o.kind, inScope: o.in_scope, erased: o.erased }]);
   const erasedHashes = new Set(erased.map((e) => e.hash));
   const cohortsByName = new Map<string, CohortRef[]>();
   for (const c of cohorts) cohortsByName.set(c.name, [...(cohortsByName.get(c.name) ?? []), { id: c.id, endDate: c.end_date }]);
@@ -95,41 +98,34 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
 type Change = Extract<StudentDecision, { kind: 'create' | 'update' }>;
 
 /**
- * Takes the service-wide addresses the changes need: a new student's account address, an
- * added secondary address. Returns the rows that lost one to another university between our
- * read and our write; nothing is written for those rows and the caller decides them again. New
- * addresses are inserted in address order: a batch waits on an address another batch holds,
- * and two batches taking the same addresses in opposite orders would each wait on the other
- * (a deadlock, one batch in 80 under load).
+ * Takes the service-wide addresses the changes need in the register (src/domain/email-register.ts):
+ * a new student's account address, an added secondary address; then writes the accounts and
+ * secondary addresses it won. Returns the rows that lost one to another university between our
+ * read and our write; nothing is written for those rows and the caller decides them again.
  */
 async function claimAddresses(tx: Queryable, universityId: string, changes: readonly Change[]): Promise<Set<number>> {
   const lost = new Set<number>();
   const creates = changes.filter((c) => c.kind === 'create');
-  if (creates.length > 0) {
-    const accounts = unnest<Change>([{ name: 'id', type: 'uuid', value: (c) => c.id }, { name: 'email', type: 'text', value: (c) => c.values.email }], creates, 2, 'x');
-    const inserted = await tx.query<{ id: string }>(
-      `insert into accounts (id, kind, university_id, email)
-       select id, 'student', $1, email from ${accounts.rows} order by email
-       on conflict do nothing returning id`,
-      [universityId, ...accounts.params]);
-    const won = new Set(inserted.map((r) => r.id));
-    for (const c of creates) if (!won.has(c.id)) lost.add(c.row.index);
+  const secondaries = changes.filter((c) => c.secondaryEmail !== null);
+  const won = await claimInRegister(tx, universityId, [...creates.map((c) => c.values.email), ...secondaries.map((c) => c.secondaryEmail!)]);
+  for (const c of creates) if (!won.has(c.values.email)) lost.add(c.row.index);
+  for (const c of secondaries) if (!won.has(c.secondaryEmail!)) lost.add(c.row.index);
+  const accounts = creates.filter((c) => !lost.has(c.row.index));
+  if (accounts.length > 0) {
+    const list = valuesList<Change>([{ name: 'id', type: 'uuid', value: (c) => c.id }, { name: 'email', type: 'text', value: (c) => c.values.email }],
+      accounts, 2, ['$1::uuid', `'student'`]);
+    await tx.query(`insert into accounts (university_id, kind, ${list.columns}) values ${list.rows}`, [universityId, ...list.params]);
   }
-  const secondaries = changes.filter((c) => c.secondaryEmail !== null && !lost.has(c.row.index));
-  if (secondaries.length > 0) {
-    const addresses = unnest<Change>([{ name: 'email', type: 'text', value: (c) => c.secondaryEmail }, { name: 'student_id', type: 'uuid', value: (c) => c.id }], secondaries, 2, 'x');
-    const inserted = await tx.query<{ email: string }>(
-      `insert into secondary_emails (email, student_id, university_id)
-       select email, student_id, $1 from ${addresses.rows} order by email
-       on conflict do nothing returning email`,
-      [universityId, ...addresses.params]);
-    const won = new Set(inserted.map((r) => r.email));
-    for (const c of secondaries) if (!won.has(c.secondaryEmail!)) lost.add(c.row.index);
+  const addresses = secondaries.filter((c) => !lost.has(c.row.index));
+  if (addresses.length > 0) {
+    const list = valuesList<Change>([{ name: 'email', type: 'text', value: (c) => c.secondaryEmail }, { name: 'student_id', type: 'uuid', value: (c) => c.id }],
+      addresses, 2, ['$1::uuid']);
+    await tx.query(`insert into secondary_emails (university_id, ${list.columns}) values ${list.rows}`, [universityId, ...list.params]);
   }
   return lost;
 }
 
-const STUDENT_WRITE_COLUMNS: readonly UnnestColumn<Change>[] = [
+const STUDENT_WRITE_COLUMNS: readonly ValuesColumn<Change>[] = [
   { name: 'id', type: 'uuid', value: (c) => c.id },
   { name: 'email', type: 'text', value: (c) => c.values.email },
   { name: 'cohort_id', type: 'uuid', value: (c) => c.values.cohortId },
@@ -150,21 +146,17 @@ export async function applyStudentChanges(tx: Queryable, universityId: string, c
   const kept = changes.filter((c) => !lost.has(c.row.index));
   const inserts = kept.filter((c) => c.kind === 'create');
   if (inserts.length > 0) {
-    const { rows, params } = unnest(STUDENT_WRITE_COLUMNS, inserts, 2);
-    await tx.query(
-      `insert into students (id, university_id, cohort_id, email, first_name, last_name, external_id, phone, graduation_date, is_alumni)
-       select u.id, $1, u.cohort_id, u.email, u.first_name, u.last_name, u.external_id, u.phone, u.graduation_date, u.is_alumni
-       from ${rows}`,
-      [universityId, ...params]);
+    const list = valuesList(STUDENT_WRITE_COLUMNS, inserts, 2, ['$1::uuid']);
+    await tx.query(`insert into students (university_id, ${list.columns}) values ${list.rows}`, [universityId, ...list.params]);
   }
   const updates = kept.filter((c) => c.kind === 'update');
   if (updates.length > 0) {
-    const { rows, params } = unnest(STUDENT_WRITE_COLUMNS, updates, 2);
+    const list = valuesList(STUDENT_WRITE_COLUMNS, updates, 2);
     await tx.query(
       `update students s set cohort_id = u.cohort_id, first_name = u.first_name, last_name = u.last_name,
          external_id = u.external_id, phone = u.phone, graduation_date = u.graduation_date, is_alumni = u.is_alumni, updated_at = now()
-       from ${rows} where s.id = u.id and s.university_id = $1`,
-      [universityId, ...params]);
+       from (values ${list.rows}) as u(${list.columns}) where s.id = u.id and s.university_id = $1`,
+      [universityId, ...list.params]);
   }
   await recordAlumniHistory(tx, kept.flatMap((c) => c.history.map((h) => ({ ...h, universityId, studentId: c.id }))));
   return lost;

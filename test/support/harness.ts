@@ -1,7 +1,8 @@
 /**
  * Test harness: a migrated store on each backend plus the app on top of it. PGlite starts from
  * a migrated snapshot cached under node_modules/.cache (initdb costs ~4 s, loading ~1 s); each
- * PostgreSQL harness gets a database of its own on TEST_DATABASE_URL's server.
+ * PostgreSQL harness gets a database of its own on TEST_DATABASE_URL's server, and each Citus
+ * harness a database of its own on every node of TEST_CITUS_URL's cluster (tools/scratch-database.ts).
  */
 import { createHash } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
@@ -18,15 +19,32 @@ import type { Store } from '../../src/db/store.ts';
 import { type AppSettings, buildApp } from '../../src/http/app.ts';
 import { createScratchDatabase } from '../../tools/scratch-database.ts';
 
-export type Backend = 'pglite' | 'postgres';
+export type Backend = 'pglite' | 'postgres' | 'citus';
 
 export const ADMIN_KEY = 'test-admin-key';
 
 /** The service's default wait for the embedded store's session (PDS_EMBEDDED_WAIT_MS). */
 const EMBEDDED_WAIT_MS = readConfig({}).embeddedWaitMs;
 
+/** The server URL each server backend's scratch databases are made on. */
+const SERVER_URLS: Readonly<Record<Exclude<Backend, 'pglite'>, string | undefined>> = {
+  postgres: process.env.TEST_DATABASE_URL,
+  citus: process.env.TEST_CITUS_URL,
+};
+
+/** PGlite always; PostgreSQL when TEST_DATABASE_URL is set. */
 export function backends(): Backend[] {
   return process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+}
+
+/**
+ * backends(), and Citus when TEST_CITUS_URL is set: for the suites whose behaviour depends on
+ * the store (reads, writes, concurrency, the operator API, the alumni rules, postgrest-js). A
+ * Citus harness costs seconds (a database on every node, the tables distributed), so the suites
+ * of the HTTP edge, documents and limits, which the store does not change, stay off it.
+ */
+export function storeBackends(): Backend[] {
+  return [...backends(), ...(SERVER_URLS.citus ? ['citus' as const] : [])];
 }
 
 const migrationsDir = fileURLToPath(new URL('../../src/db/migrations/', import.meta.url));
@@ -64,7 +82,7 @@ export async function openTestStore(backend: Backend, options: { migrated?: bool
     const store = await openPgliteStore({ loadDataDir: await migratedSnapshot(), waitMs: options.embeddedWaitMs ?? EMBEDDED_WAIT_MS });
     return { store, drop: () => store.close() };
   }
-  const database = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
+  const database = await createScratchDatabase(SERVER_URLS[backend]!);
   const store = openPostgresStore(database.url, 10);
   if (options.migrated !== false) await migrate(store);
   return {

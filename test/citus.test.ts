@@ -1,0 +1,106 @@
+/**
+ * What holds only because of how the service talks to a Citus cluster (docs/scaling.md): the
+ * tables are distributed, a read of one university is routed to one shard, the scope reaches
+ * the workers where row-level security runs, the planned count sums the shards' estimates, and
+ * two universities racing for the same addresses neither share one nor deadlock. Runs when
+ * TEST_CITUS_URL names a cluster's coordinator.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { type PlanNode, plannedRows } from '../src/query/execute.ts';
+import { planRead } from '../src/query/plan.ts';
+import { parseReadRequest } from '../src/query/read-request.ts';
+import { buildCountStatement, buildPageStatement, buildPlannedCountStatement } from '../src/query/sql.ts';
+import { resourcesByName } from '../src/resources/registry.ts';
+import { Harness, storeBackends } from './support/harness.ts';
+
+const planOf = (query: string) => planRead(resourcesByName.get('students')!, parseReadRequest({ queryString: query, method: 'GET' }));
+
+if (storeBackends().includes('citus')) {
+  describe('the service on a Citus cluster', () => {
+    let h: Harness;
+    let members: string[];
+
+    before(async () => {
+      h = await Harness.start('citus', { demoStudents: 300 });
+      members = h.demo!.universities.slice(0, 3).map((u) => u.id);
+    });
+    after(() => h.close());
+
+    test('every tenant table is distributed by university_id in one co-location group; shared tables are reference tables', async () => {
+      const tables = await h.sql<{ name: string; method: string; column: string | null; group: number }>(
+        `select logicalrelid::text as name, partmethod as method, column_to_column_name(logicalrelid, partkey) as column, colocationid as group
+         from pg_dist_partition order by 1`);
+      const byName = new Map(tables.map((t) => [t.name, t]));
+      for (const name of ['consortia', 'universities', 'tokens']) assert.equal(byName.get(name)?.method, 'n', name);
+      const tenantTables = tables.filter((t) => t.column === 'university_id');
+      assert.equal(tenantTables.length, 18);
+      assert.equal(new Set(tenantTables.map((t) => t.group)).size, 1);
+      assert.equal(byName.get('email_register')?.column, 'email_hash');
+    });
+
+    test("a page of one university's students is planned as one task on one shard", async () => {
+      const statement = buildPageStatement(planOf('select=id,email&order=id&limit=100'), [members[0]], { exactCount: true, body: true });
+      const [row] = await h.db.asPartner({ universityIds: [members[0]] }, (tx) =>
+        tx.query<{ 'QUERY PLAN': [{ Plan: { 'Distributed Query': { Job: { 'Task Count': number } } } }] }>(`explain (format json) ${statement.text}`, statement.params));
+      assert.equal(row['QUERY PLAN'][0].Plan['Distributed Query'].Job['Task Count'], 1);
+    });
+
+    test('a query naming no university, run through the service under a scope, returns that scope\'s rows only', async () => {
+      const scope = { universityIds: [members[1]] };
+      const seen = await h.db.asPartner(scope, (tx) => tx.query<{ university_id: string; n: number }>(
+        'select university_id, count(*)::int as n from students group by university_id'));
+      const [truth] = await h.sql<{ n: number }>('select count(*)::int as n from students where university_id = $1', [members[1]]);
+      assert.ok(truth.n > 0);
+      assert.deepEqual([...seen], [{ university_id: members[1], n: truth.n }]);
+      const [{ all }] = await h.db.asPartner(scope, (tx) => tx.query<{ all: number }>('select count(*)::int as "all" from students_read'));
+      assert.equal(all, truth.n);
+    });
+
+    test('the planned count sums the shards\' estimates, not Citus\'s placeholder', async () => {
+      await h.store.exec('analyze students, secondary_emails');
+      const plan = planOf('');
+      const scope = { universityIds: members };
+      const counted = buildCountStatement(plan, members);
+      const [exact] = await h.db.asPartner(scope, (tx) => tx.query<{ total: string }>(counted.text, counted.params));
+      const planned = buildPlannedCountStatement(plan, members);
+      const [row] = await h.db.asPartner(scope, async (tx) => {
+        await tx.exec('set local citus.explain_all_tasks = on');
+        return tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(planned.text, planned.params);
+      });
+      const placeholder = row['QUERY PLAN'][0].Plan['Plan Rows'];
+      const estimate = plannedRows(row['QUERY PLAN'][0].Plan);
+      assert.notEqual(estimate, placeholder);
+      const total = Number(exact.total);
+      assert.ok(estimate >= total / 2 && estimate <= total * 2, `estimate ${estimate} for ${total} rows`);
+    });
+
+    test('two universities racing for the same new addresses: each address goes to one, nothing deadlocks', async () => {
+      const [first, second] = h.demo!.universities.slice(0, 2);
+      const cohortOf = async (universityId: string) => (await h.sql<{ name: string }>(
+        'select name from cohorts where university_id = $1 order by name limit 1', [universityId]))[0].name;
+      const rows = async (universityId: string) => {
+        const cohort = await cohortOf(universityId);
+        return Array.from({ length: 200 }, (_, i) => ({
+          email: `contested.${i}@race.example.org`, first_name: 'C', last_name: `Row ${i}`, cohort_name: cohort, is_alumni: false,
+        }));
+      };
+      const put = (token: string, students: unknown[]) => h.request({
+        method: 'PUT', url: '/v1/students', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ students }),
+      });
+      const [a, b] = await Promise.all([put(first.write_token, await rows(first.id)), put(second.write_token, (await rows(second.id)).reverse())]);
+      assert.equal(a.status, 200, a.body);
+      assert.equal(b.status, 200, b.body);
+      assert.equal(a.json.counts.created + b.json.counts.created, 200);
+      const losers = [...a.json.results, ...b.json.results].filter((r: { status: string }) => r.status === 'rejected');
+      assert.equal(losers.length, 200);
+      for (const r of losers) assert.ok(['EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY', 'CONCURRENT_WRITE'].includes(r.code), r.code);
+      const [{ shared }] = await h.sql<{ shared: number }>(
+        `select count(*)::int as shared from (select email from accounts where email like 'contested.%' group by email having count(*) > 1) x`);
+      assert.equal(shared, 0);
+      const [{ held }] = await h.sql<{ held: number }>(`select count(*)::int as held from accounts where email like 'contested.%'`);
+      assert.equal(held, 200);
+    });
+  });
+}
