@@ -50,6 +50,9 @@ function serverOptions(settings: ServerSettings): FastifyHttpOptions<Server> {
       ...(settings.logStream ? { stream: settings.logStream } : {}),
     },
     bodyLimit: LIMITS.bodyBytes,
+    // Fastify's default strips keys a closed schema does not name; refused instead, so a
+    // misspelt operator field (`grace_second`, `can_wirte`) is a 400, not silently a default.
+    ajv: { customOptions: { removeAdditional: false } },
     http: {
       maxHeaderSize: LIMITS.headerBytes,
       headersTimeout: settings.headersTimeoutMs,
