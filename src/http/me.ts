@@ -9,6 +9,7 @@ import type { Database } from '../db/database.ts';
 import { describeToken } from '../domain/tokens.ts';
 import { apiError } from '../errors.ts';
 import { LIMITS, LIMIT_DESCRIPTIONS, type Limit } from '../limits.ts';
+import { requireJsonAccept } from '../query/media-types.ts';
 import { resourcesByName } from '../resources/registry.ts';
 import type { RateLimitHooks } from './rate-limits.ts';
 
@@ -80,6 +81,7 @@ export const meRoute: FastifyPluginAsyncTypebox<MeRouteOptions> = async (app, op
     schema: { response: { 200: meResponse } },
     preHandler: options.limits.read,
   }, async (request) => {
+    requireJsonAccept(request.headers.accept);
     const token = await options.db.asOperator((tx) => describeToken(tx, request.principal.tokenId));
     return {
       ...token,

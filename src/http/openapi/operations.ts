@@ -127,7 +127,7 @@ function writeOperation(resource: WritableResource, { method, verb, requirement,
 const ME_OPERATION: DocumentedOperation = {
   method: 'get',
   url: `${PARTNER_PREFIX}/${ME_PATH}`,
-  errors: [401, 429, 503],
+  errors: [401, 406, 429, 503],
   operation: {
     operationId: 'getMe',
     tags: ['token'],
