@@ -14,6 +14,7 @@ import { partnerAuth } from './auth.ts';
 import { corsPolicy } from './cors.ts';
 import { edge, edgeOptions } from './edge.ts';
 import { accessLog } from './access-log.ts';
+import { answers } from './answered.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
 import { meRoute } from './me.ts';
@@ -86,6 +87,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   app.server.maxConnections = settings.maxConnections;
   routeEveryMethod(app);
   // First, so that their hooks reach every route and the 404 handler.
+  await app.register(answers);
   await app.register(metrics, { store: db.store });
   await app.register(accessLog);
   // Before the routes' own hooks, so that every answer below it carries the CORS headers.

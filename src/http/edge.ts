@@ -68,7 +68,10 @@ function answerFrameworkError(error: FastifyError, request: FastifyRequest, repl
       ? apiError('URI_TOO_LONG', 'segment')
       : apiError('BAD_REQUEST', 'route');
   notesOf(request).errorCode = answer.code;
-  reply.code(answer.status).header('connection', 'close').type('application/json; charset=utf-8').send(answer.toBody());
+  // No hook runs for an answer given before routing: it reports itself to the access log and the metrics.
+  reply.raw.once('finish', () => request.server.answered(request, reply));
+  reply.code(answer.status).header('connection', 'close').header('x-request-id', request.id)
+    .type('application/json; charset=utf-8').send(answer.toBody());
 }
 
 /** The server options that answer below the routes; they can only be given to Fastify(). */
