@@ -20,7 +20,7 @@ import { health } from './health.ts';
 import { meRoute } from './me.ts';
 import { metrics, metricsEndpoint } from './metrics.ts';
 import { openApi, openApiDocument } from './openapi/document.ts';
-import { PARTNER_PREFIX } from './openapi/operations.ts';
+import { OPERATOR_PREFIX, PARTNER_PREFIX } from './prefixes.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { referencePage } from './reference-page.ts';
 import { registerReadRoutes } from './read-routes.ts';
@@ -107,7 +107,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
     await v1.register(openApiDocument);
     await v1.register(partnerApi, { db, tokens, limits, plannedCounts: settings.plannedCounts, readLimitPerMin, writeLimitPerMin });
   }, { prefix: PARTNER_PREFIX });
-  await app.register(operatorApi, { prefix: '/admin/v1', db, tokens, authFailures: limits.authFailures, adminKey: settings.adminKey });
+  await app.register(operatorApi, { prefix: OPERATOR_PREFIX, db, tokens, authFailures: limits.authFailures, adminKey: settings.adminKey });
   return app;
 }
 

@@ -9,9 +9,8 @@
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { PARTNER_PREFIX } from './prefixes.ts';
 import { RATE_LIMIT_HEADERS } from './rate-limits.ts';
-
-const PARTNER_API_PREFIX = '/v1';
 
 /** The response headers a browser's script may read, beyond the safelisted Content-Type. */
 const CORS_EXPOSED_HEADERS = [
@@ -29,7 +28,7 @@ const PREFLIGHT_MAX_AGE_SECONDS = 86_400;
 
 const isPartnerApi = (request: FastifyRequest) => {
   const path = request.url.split('?')[0];
-  return path === PARTNER_API_PREFIX || path.startsWith(`${PARTNER_API_PREFIX}/`);
+  return path === PARTNER_PREFIX || path.startsWith(`${PARTNER_PREFIX}/`);
 };
 
 /** An OPTIONS request that is a preflight; a bare OPTIONS is a method like any other (405). */

@@ -10,13 +10,11 @@ import { type Resource, resources, resourcesByName } from '../../resources/regis
 import { WRITABLE_RESOURCES, type WritableResource } from '../../resources/write-shapes.ts';
 import type { WriteMode } from '../../writes/batch.ts';
 import { ME_PATH } from '../me.ts';
+import { PARTNER_PREFIX } from '../prefixes.ts';
 import type { JsonSchema, RowRequirement } from '../write-schemas.ts';
 import {
   type ParameterName, RATE_LIMIT_HEADERS, filterParameter, headerRefs, parameterRef, resourceTitle, rowSchemaName, schemaRef, writeSchemaNames,
 } from './components.ts';
-
-/** The partner API's path prefix: the description's server. */
-export const PARTNER_PREFIX = '/v1';
 
 /** The tags of the operations that are not about a resource (each resource is a tag of its own). */
 export const OTHER_TAGS = {
