@@ -10,7 +10,6 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { type ApiError, apiError } from '../errors.ts';
-import { endpointNotFound } from './errors.ts';
 import { notesOf } from './request-notes.ts';
 
 /** The request line and headers together; over it, 431 HEADERS_TOO_LARGE. */
@@ -104,8 +103,6 @@ export const edge = fp(async (app: FastifyInstance) => {
     if (request.raw.httpVersion === '1.1' && request.raw.headers.host === undefined) {
       throw apiError('BAD_REQUEST', 'host').withHeaders({ connection: 'close' });
     }
-    // A path no route serves is 404 before its body is read: a broken body there is not the news.
-    if (request.is404) throw endpointNotFound(request);
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

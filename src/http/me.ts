@@ -7,14 +7,12 @@ import { type FastifyPluginAsyncTypebox, type TSchema, Type } from '@fastify/typ
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { describeToken } from '../domain/tokens.ts';
-import { apiError } from '../errors.ts';
 import { LIMITS, LIMIT_DESCRIPTIONS, type Limit } from '../limits.ts';
 import { requireJsonAccept } from '../query/media-types.ts';
 import { resourcesByName } from '../resources/registry.ts';
 import type { RateLimitHooks } from './rate-limits.ts';
 
 export const ME_PATH = 'me';
-const ME_METHODS = 'GET, HEAD';
 
 /** Each limit's name in the answer, or null for one that binds only the operator. A new limit must say. */
 const PARTNER_LIMIT_NAMES: Readonly<Record<Limit, string | null>> = {
@@ -88,14 +86,5 @@ export const meRoute: FastifyPluginAsyncTypebox<MeRouteOptions> = async (app, op
       rate_limits: { reads_per_minute: options.readLimitPerMin, writes_per_minute: token.can_write ? options.writeLimitPerMin : null },
       limits,
     };
-  });
-
-  // Every other method is 405, as on a read-only resource, not "no resource named me".
-  app.route({
-    method: app.supportedMethods.filter((method) => method !== 'GET' && method !== 'HEAD'),
-    url: `/${ME_PATH}`,
-    handler: async (request) => {
-      throw apiError('METHOD_NOT_ALLOWED', request.method, ME_METHODS).withHeaders({ allow: ME_METHODS });
-    },
   });
 };
