@@ -11,9 +11,10 @@ import { WRITABLE_RESOURCES, type WritableResource } from '../../resources/write
 import type { WriteMode } from '../../writes/batch.ts';
 import { ME_PATH } from '../me.ts';
 import { PARTNER_PREFIX } from '../prefixes.ts';
-import type { JsonSchema, RowRequirement } from '../write-schemas.ts';
+import type { JsonSchema } from '../schemas.ts';
+import type { RowRequirement } from '../write-schemas.ts';
 import {
-  type ParameterName, RATE_LIMIT_HEADERS, filterParameter, headerRefs, parameterRef, resourceTitle, rowSchemaName, schemaRef, writeSchemaNames,
+  type ParameterName, RATE_LIMIT_HEADER_NAMES, filterParameter, headerRefs, parameterRef, resourceTitle, rowSchemaName, schemaRef, writeSchemaNames,
 } from './components.ts';
 
 /** The tags of the operations that are not about a resource (each resource is a tag of its own). */
@@ -52,7 +53,7 @@ function readOperation(resource: Resource): DocumentedOperation {
   const row = schemaRef(rowSchemaName(resource));
   const page = (description: string): OpenAPIV3_1.ResponseObject => ({
     description,
-    headers: headerRefs(['Content-Range', ...RATE_LIMIT_HEADERS]),
+    headers: headerRefs(['Content-Range', ...RATE_LIMIT_HEADER_NAMES]),
     content: readContent(row),
   });
   return {
@@ -114,7 +115,7 @@ function writeOperation(resource: WritableResource, { method, verb, requirement,
       responses: {
         200: {
           description: 'The batch was processed; each row has its outcome in `results`, in the order sent.',
-          headers: headerRefs([...RATE_LIMIT_HEADERS, 'Preference-Applied']),
+          headers: headerRefs([...RATE_LIMIT_HEADER_NAMES, 'Preference-Applied']),
           content: { 'application/json': { schema: schemaRef(names.result) } },
         },
       },
@@ -135,7 +136,7 @@ const ME_OPERATION: DocumentedOperation = {
     responses: {
       200: {
         description: 'The calling token.',
-        headers: headerRefs(RATE_LIMIT_HEADERS),
+        headers: headerRefs(RATE_LIMIT_HEADER_NAMES),
         content: { 'application/json': { schema: schemaRef('Me') } },
       },
     },
