@@ -95,9 +95,9 @@ function metricsKeyCheck(options: { metricsKey?: string; authFailures: AuthFailu
   return options.metricsKey === undefined ? [] : [requireStaticKey(options.metricsKey, options.authFailures, 'metrics')];
 }
 
-/** GET /metrics at the root, outside the OpenAPI description like the probes. */
+/** GET /metrics at the root, outside the OpenAPI description: it is the operator's, not the partners'. */
 export const metricsEndpoint = fp(async (app: FastifyInstance, options: { metricsKey?: string; authFailures: AuthFailureGuard }) => {
   const registry = app.metricsRegistry;
-  app.get('/metrics', { schema: { hide: true }, onRequest: metricsKeyCheck(options) }, async (_request, reply) =>
+  app.get('/metrics', { onRequest: metricsKeyCheck(options) }, async (_request, reply) =>
     reply.type(registry.contentType).send(await registry.metrics()));
 }, { name: 'metrics-endpoint', dependencies: ['metrics', 'rate-limits'] });
