@@ -22,6 +22,10 @@ declare module 'fastify' {
     /** Set on a `methodFallback` route: it serves no method, it refuses them. */
     methodFallback?: true;
   }
+  interface FastifyInstance {
+    /** The methods each path is routed with (`methodRouting`). */
+    routedMethods: RoutedMethods;
+  }
 }
 
 /** The order `Allow` lists methods in; any other method comes after these, alphabetically. */
@@ -73,12 +77,6 @@ class RoutedMethods {
       allow: found.map((f) => f.method).sort((a, b) => allowRank(a) - allowRank(b) || a.localeCompare(b)),
       refusedByFallback: found.some((f) => f.store.refusedByFallback),
     };
-  }
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    routedMethods: RoutedMethods;
   }
 }
 
