@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Response, Harness } from './support/harness.ts';
+import { parseExposition, valueOf } from './support/prometheus.ts';
 
 const PRIVATE_EMAIL = 'ada.lovelace.private@example.edu';
 const PRIVATE_NAME = 'Augusta-Lovelace';
@@ -109,6 +110,24 @@ describe('access log', () => {
     const entry = accessLine(response, entries);
     assert.deepEqual([entry.route, entry.error_code], ['unmatched', 'NOT_FOUND']);
     assert.ok(!text.includes(PRIVATE_EMAIL));
+  });
+
+  test('answers Fastify gives before routing (bad percent-encoding, an over-long segment) are logged and counted too', async () => {
+    const cases = [
+      { url: '/v1/%E0%A4%A', status: 400, code: 'BAD_REQUEST' },
+      { url: `/admin/v1/tokens/${'a'.repeat(101)}`, status: 414, code: 'URI_TOO_LONG' },
+    ];
+    for (const { url, status, code } of cases) {
+      const countOf = async () => valueOf(parseExposition((await h.get('/metrics', null)).body), 'pds_http_requests_total',
+        { route: 'unmatched', method: 'GET', status: String(status) });
+      const before = await countOf();
+      const { response, entries } = await logged(() => h.get(url, null));
+      assert.equal(response.status, status, response.body);
+      assert.equal(response.json.code, code);
+      const entry = accessLine(response, entries);
+      assert.deepEqual([entry.method, entry.route, entry.error_code], ['GET', 'unmatched', code]);
+      assert.equal(await countOf(), before + 1, `${url} is counted once`);
+    }
   });
 
   test('an operator call logs its route template, not its ids', async () => {

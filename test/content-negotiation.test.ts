@@ -26,6 +26,14 @@ const READ_CHOICES: [string | undefined, ReadMediaType][] = [
   ['text/csv, application/json;q=0.5', 'csv'],
   ['application/json;q=0.5, text/csv', 'csv'],
   ['application/json;q=0.2, text/csv;q=0.9', 'csv'],
+  // The single object only when named: a wildcard chooses among JSON and CSV.
+  ['application/json;q=0, */*', 'csv'],
+  ['application/vnd.pgrst.object+json;q=0, */*', 'json'],
+  ['application/vnd.pgrst.object+json;q=0.5, application/json', 'json'],
+  ['application/*;q=0.9, application/vnd.pgrst.object+json;q=0.1', 'json'],
+  ['*/*;q=0.5, application/vnd.pgrst.object+json', 'singular'],
+  ['Application/Vnd.Pgrst.Object+JSON', 'singular'],
+  ['application/vnd.pgrst.object+json; charset=utf-8', 'singular'],
 ];
 
 const REFUSED = [
@@ -36,6 +44,9 @@ const REFUSED = [
   'application/geo+json',
   'application/json;q=0',
   'text/csv; charset=iso-8859-1',
+  'application/json;q=0, application/*',
+  'application/json;q=0, text/csv;q=0, */*',
+  'application/vnd.pgrst.object+json;nulls=stripped',
 ];
 
 function assertRefused(accept: string, run: () => unknown): void {
@@ -99,6 +110,13 @@ describe('Accept over HTTP', () => {
     const json = await h.get('/v1/cohorts?select=name&limit=1', university.read_token, { accept: 'application/xml, */*;q=0.1' });
     assert.equal(json.headers['content-type'], 'application/json; charset=utf-8');
     assert.equal(json.json.length, 1);
+  });
+
+  test('a wildcard never selects the single object: JSON refused and */* is CSV, not one object', async () => {
+    const response = await h.get('/v1/cohorts?select=name&limit=1', university.read_token, { accept: 'application/json;q=0, */*' });
+    assert.equal(response.status, 200);
+    assert.equal(response.headers['content-type'], 'text/csv; charset=utf-8');
+    assert.match(response.body, /^name\r\n/);
   });
 
   test('a write that refuses JSON is 406 and writes nothing; one that takes JSON is applied', async () => {

@@ -58,6 +58,14 @@ describe('CORS, any origin', () => {
     }
   });
 
+  test('the preflight allows the request headers it is asked for, whatever the client adds (Vary says so)', async () => {
+    const asked = 'authorization, x-client-info, apikey, x-retry-count, accept-profile, content-profile';
+    const response = await preflight(h, '/v1/cohorts', ORIGIN, 'GET', asked);
+    assert.equal(response.status, 204);
+    assert.deepEqual(listOf(response.headers['access-control-allow-headers']), listOf(asked));
+    assert.ok(listOf(response.headers.vary).includes('access-control-request-headers'));
+  });
+
   test('errors carry the CORS headers too: 401, 404, 405, 406 and 429', async () => {
     const unauthorized = await h.get('/v1/students', null, { origin: ORIGIN });
     assert.equal(unauthorized.status, 401);

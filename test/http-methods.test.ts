@@ -1,7 +1,8 @@
 /**
- * The method is refused before the body is read: a method a /v1 path does not serve is 405
- * with Allow, and a path no route serves is 404, whatever body and Content-Type come with it.
- * The token is checked first (401), as PostgREST checks its JWT before it reads the request.
+ * The method is refused before the body is read: a method a path does not serve is 405 with
+ * the Allow its routes give, and a path no route serves is 404, whatever body and Content-Type
+ * come with it. On the /v1 paths behind a token the token is checked first (401), as PostgREST
+ * checks its JWT before it reads the request; paths that need none refuse at once.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -91,6 +92,54 @@ describe('methods before bodies', () => {
       assert.equal(response.status, 401, `${method} ${url}`);
       assert.equal(response.json.code, 'UNAUTHORIZED');
       assert.equal(response.headers.allow, undefined);
+    }
+  });
+
+  test('/v1/openapi.json needs no token, so a method it does not serve is 405 without one, the body unread', async () => {
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+      for (const body of BODIES) {
+        const response = await send(method, '/v1/openapi.json', body.headers, body.payload, false);
+        assert.equal(response.status, 405, `${method} with ${body.name}: ${response.body}`);
+        assert.equal(response.headers.allow, 'GET, HEAD');
+        assert.equal(response.json.code, 'METHOD_NOT_ALLOWED');
+      }
+    }
+  });
+
+  test('every root and operator path answers a method it does not serve with 405 and the Allow its routes give', async () => {
+    const [{ id }] = await h.sql<{ id: string }>('select id from tokens limit 1');
+    const refusals: [method: string, url: string, allow: string][] = [
+      ['POST', '/healthz', 'GET, HEAD'],
+      ['DELETE', '/readyz', 'GET, HEAD'],
+      ['PUT', '/docs', 'GET, HEAD'],
+      ['POST', '/docs/reference-page.js', 'GET, HEAD'],
+      ['POST', '/metrics', 'GET, HEAD'],
+      ['POST', '/', 'GET, HEAD'],
+      ['OPTIONS', '/admin/v1/tokens', 'GET, HEAD, POST'],
+      ['DELETE', '/admin/v1/consortia', 'GET, HEAD, POST'],
+      ['PATCH', `/admin/v1/tokens/${id}`, 'GET, HEAD, DELETE'],
+      ['GET', `/admin/v1/tokens/${id}/rotate`, 'POST'],
+      ['GET', '/admin/v1/demo', 'POST'],
+    ];
+    for (const [method, url, allow] of refusals) {
+      for (const body of BODIES) {
+        const response = await send(method, url, body.headers, body.payload, false);
+        assert.equal(response.status, 405, `${method} ${url} with ${body.name}: ${response.body}`);
+        assert.equal(response.headers.allow, allow, `${method} ${url}`);
+        assert.deepEqual(response.json, {
+          code: 'METHOD_NOT_ALLOWED', message: `${method} is not allowed here.`, details: null, hint: `Allowed: ${allow}.`,
+        });
+      }
+    }
+  });
+
+  test('a path nothing serves stays 404 for every method, root and operator paths included', async () => {
+    for (const url of ['/healthz/deeper', '/admin/v1/nope', '/admin/v1', '/docs/assets/unlinked.js', '/metricsz']) {
+      for (const method of ['GET', 'POST', 'OPTIONS']) {
+        const response = await send(method, url, BODIES[1].headers, BODIES[1].payload, false);
+        assert.equal(response.status, 404, `${method} ${url}: ${response.body}`);
+        assert.deepEqual(response.json, { code: 'NOT_FOUND', message: `No endpoint at ${method} ${url}.`, details: null, hint: null });
+      }
     }
   });
 

@@ -82,6 +82,20 @@ for (const backend of backends()) {
       assert.equal((await h.request({ method: 'HEAD', url: '/v1/me', headers: { authorization: `Bearer ${north.read_token}` } })).status, 200);
     });
 
+    test('Accept is honoured: JSON or a wildcard is answered, anything else is 406 PGRST107', async () => {
+      for (const accept of ['application/json', '*/*', 'application/*', 'text/csv;q=0.5, application/json']) {
+        const res = await h.get('/v1/me', north.read_token, { accept });
+        assert.equal(res.status, 200, accept);
+        assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+      }
+      for (const accept of ['application/xml', 'text/csv', 'application/vnd.pgrst.object+json', 'application/json;q=0']) {
+        const res = await h.get('/v1/me', north.read_token, { accept });
+        assert.equal(res.status, 406, `${accept}: ${res.body}`);
+        assert.equal(res.json.code, 'PGRST107');
+        assert.equal(res.json.hint, 'Accept application/json.');
+      }
+    });
+
     test('the route documents itself: operationId getMe with a response schema', async () => {
       const document = (await h.get('/v1/openapi.json', null)).json;
       const operation = document.paths['/me']?.get;

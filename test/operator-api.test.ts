@@ -253,7 +253,15 @@ for (const backend of storeBackends()) {
         expectError(await h.admin('GET', '/campuses?limit=0'), 400, 'INVALID_PARAMETER', /limit/);
         expectError(await h.admin('GET', '/campuses?limit=ten'), 400, 'INVALID_PARAMETER', /limit/);
         expectError(await h.admin('GET', '/consortia?name='), 400, 'INVALID_PARAMETER', /name/);
-        for (const cursor of ['nonsense', Buffer.from('["yesterday","x"]').toString('base64url'), Buffer.from('{}').toString('base64url')]) {
+        const uuid = '00000000-0000-4000-8000-000000000000';
+        // Shaped like a cursor, but no instant PostgreSQL (or this service) would render.
+        const impossible = ['2026-02-30T00:00:00+00:00', '0000-01-01T00:00:00+00:00', '2026-01-01T24:00:00+00:00', '2026-13-01T00:00:00+00:00',
+          '2026-01-01T00:00:60+00:00', '2026-01-01T00:00:00+99:00'];
+        const forged = [
+          'nonsense', Buffer.from('["yesterday","x"]').toString('base64url'), Buffer.from('{}').toString('base64url'),
+          ...impossible.map((createdAt) => Buffer.from(JSON.stringify([createdAt, uuid])).toString('base64url')),
+        ];
+        for (const cursor of forged) {
           expectError(await h.admin('GET', `/campuses?after=${cursor}`), 400, 'INVALID_PARAMETER', /after/);
         }
       });

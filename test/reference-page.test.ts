@@ -4,15 +4,11 @@
  * shows the students operations, loads nothing from another host and logs no error.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { type Browser, chromium } from 'playwright-core';
+import { launchChromium } from './support/chromium.ts';
 import { Harness } from './support/harness.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const STUDENT_METHODS = ['get', 'put', 'post', 'patch'] as const;
 const RENDER_TIMEOUT_MS = 30_000;
 /** By extension; JavaScript under either of its registered names (RFC 9239 prefers text/javascript). */
@@ -43,11 +39,10 @@ describe('the reference page', () => {
   after(() => h.close());
 
   test('renders the students operations in headless Chromium, loading nothing from another host', async () => {
-    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing; this test needs Debian's Chromium: apt-get install -y chromium`);
     const description = await (await fetch(`${origin}/v1/openapi.json`)).json();
     const summaries = studentSummaries(description);
 
-    const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    const browser = await launchChromium();
     try {
       const context = await browser.newContext();
       const requested: string[] = [];

@@ -5,7 +5,7 @@
  */
 import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
-import { TIMESTAMP_PATTERN, timestampJson } from './timestamps.ts';
+import { isRenderedTimestamp, timestampJson } from './timestamps.ts';
 
 export type OperatorCollection = 'consortia' | 'universities' | 'campuses' | 'resume-templates' | 'accounts' | 'tokens';
 
@@ -129,7 +129,7 @@ function decodeCursor(cursor: string): PageKey {
     key = null;
   }
   if (!Array.isArray(key) || key.length !== 2 || typeof key[0] !== 'string' || typeof key[1] !== 'string'
-    || !TIMESTAMP_PATTERN.test(key[0]) || Number.isNaN(Date.parse(key[0])) || !UUID_PATTERN.test(key[1])) {
+    || !isRenderedTimestamp(key[0]) || !UUID_PATTERN.test(key[1])) {
     throw apiError('INVALID_PARAMETER', 'querystring/after is not a cursor this API answered with');
   }
   return { createdAt: key[0], id: key[1] };

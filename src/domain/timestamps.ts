@@ -7,5 +7,21 @@
  */
 export const timestampJson = (expression: string): string => `(to_json(${expression}) #>> '{}')`;
 
-/** The text that rendering gives: seconds carry up to six fractional digits, trailing zeros dropped. */
-export const TIMESTAMP_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}:\d{2}$/;
+/**
+ * The text that rendering gives in UTC: seconds carry up to six fractional digits, trailing
+ * zeros dropped, and the offset is `+00:00`.
+ */
+const RENDERED_UTC = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d{1,6})?\+00:00$/;
+
+/**
+ * Whether the text is a timestamp as the service renders it: the UTC form, an instant that
+ * exists (no 30 February, no 24:00, no second 60) and a year PostgreSQL has (no year 0), so
+ * PostgreSQL reads it back without an error.
+ */
+export function isRenderedTimestamp(text: string): boolean {
+  const match = RENDERED_UTC.exec(text);
+  if (!match) return false;
+  const millis = Date.parse(`${match[1]}Z`);
+  // A date that does not exist is rolled over by Date (30 February becomes 2 March) or refused.
+  return !Number.isNaN(millis) && new Date(millis).toISOString().startsWith(match[1]) && Number(match[1].slice(0, 4)) >= 1;
+}

@@ -132,6 +132,8 @@ export class TokenAuthenticator {
   static readonly MAX_UNKNOWN_HASHES = 10_000;
   /** A token's last_used_at is written at most once per this, per instance and across instances. */
   static readonly USAGE_INTERVAL_MS = 60_000;
+  /** Past this many tokens noted as used, the notes older than the interval are dropped. */
+  static readonly MAX_USAGE_NOTES = 10_000;
   private readonly cache = new Map<string, CachedPrincipal>();
   /** Hash → until when it is known to match no active token. */
   private readonly unknown = new Map<string, number>();
@@ -195,7 +197,7 @@ export class TokenAuthenticator {
 
   /** Entries past the interval would allow a write anyway; past the bound they are dropped. */
   private forgetUsageOlderThanInterval(now: number): void {
-    if (this.usageWrittenAt.size <= TokenAuthenticator.MAX_UNKNOWN_HASHES) return;
+    if (this.usageWrittenAt.size <= TokenAuthenticator.MAX_USAGE_NOTES) return;
     for (const [tokenId, writtenAt] of this.usageWrittenAt) {
       if (now - writtenAt >= TokenAuthenticator.USAGE_INTERVAL_MS) this.usageWrittenAt.delete(tokenId);
     }

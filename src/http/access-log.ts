@@ -30,6 +30,12 @@ function counted(payload: unknown, counter: { sent: number }): unknown {
   return payload;
 }
 
+/** The Content-Length of an answer no onSend hook counted (one given before routing). */
+function contentLength(reply: FastifyReply): number {
+  const length = Number(reply.getHeader('content-length'));
+  return Number.isInteger(length) ? length : 0;
+}
+
 function accessLine(request: FastifyRequest, reply: FastifyReply) {
   const { errorCode, batch, idempotentReplay } = notesOf(request);
   // Set only on the partner API, once its token was accepted.
@@ -39,7 +45,7 @@ function accessLine(request: FastifyRequest, reply: FastifyReply) {
     route: routeTemplate(request),
     status: reply.statusCode,
     duration_ms: Math.round(reply.elapsedTime * 10) / 10,
-    bytes: request.method === 'HEAD' ? 0 : bodyBytes.get(request)?.sent ?? 0,
+    bytes: request.method === 'HEAD' ? 0 : bodyBytes.get(request)?.sent ?? contentLength(reply),
     token_id: principal?.tokenId ?? null,
     university_id: principal?.universityId ?? null,
     consortium_id: principal?.consortiumId ?? null,
@@ -49,14 +55,12 @@ function accessLine(request: FastifyRequest, reply: FastifyReply) {
   };
 }
 
-/** Registered before any route (fastify-plugin, so its hooks are the root's and reach every route and the 404 handler). */
+/** Registered before any route (fastify-plugin, so its hook is the root's and reaches every route and the 404 handler). */
 export const accessLog = fp(async (app: FastifyInstance) => {
   app.addHook('onSend', async (request, _reply, payload) => {
     const counter = { sent: 0 };
     bodyBytes.set(request, counter);
     return counted(payload, counter);
   });
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info(accessLine(request, reply), 'request completed');
-  });
-}, { name: 'access-log' });
+  app.onAnswered((request, reply) => request.log.info(accessLine(request, reply), 'request completed'));
+}, { name: 'access-log', dependencies: ['answers'] });

@@ -14,15 +14,17 @@ import { partnerAuth } from './auth.ts';
 import { corsPolicy } from './cors.ts';
 import { edge, edgeOptions } from './edge.ts';
 import { accessLog } from './access-log.ts';
+import { answers } from './answered.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
 import { meRoute } from './me.ts';
+import { methodFallback, methodRouting } from './methods.ts';
 import { metrics, metricsEndpoint } from './metrics.ts';
 import { openApi, openApiDocument } from './openapi/document.ts';
-import { PARTNER_PREFIX } from './openapi/operations.ts';
+import { OPERATOR_PREFIX, PARTNER_PREFIX } from './prefixes.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { referencePage } from './reference-page.ts';
-import { registerReadRoutes } from './read-routes.ts';
+import { registerReadRoutes, unknownResource } from './read-routes.ts';
 import { registerWriteRoutes } from './write-routes.ts';
 
 /**
@@ -50,6 +52,9 @@ function serverOptions(settings: ServerSettings): FastifyHttpOptions<Server> {
       ...(settings.logStream ? { stream: settings.logStream } : {}),
     },
     bodyLimit: LIMITS.bodyBytes,
+    // Fastify's default strips keys a closed schema does not name; refused instead, so a
+    // misspelt operator field (`grace_second`, `can_wirte`) is a 400, not silently a default.
+    ajv: { customOptions: { removeAdditional: false } },
     http: {
       maxHeaderSize: LIMITS.headerBytes,
       headersTimeout: settings.headersTimeoutMs,
@@ -82,13 +87,17 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   const app = Fastify(serverOptions(settings));
   app.server.maxConnections = settings.maxConnections;
   routeEveryMethod(app);
+  // Before any route (@fastify/cors's included), which takes the error handler set when it is added.
+  await app.register(errorHandling);
   // First, so that their hooks reach every route and the 404 handler.
+  await app.register(answers);
   await app.register(metrics, { store: db.store });
   await app.register(accessLog);
   // Before the routes' own hooks, so that every answer below it carries the CORS headers.
   await app.register(corsPolicy, { origins: settings.corsOrigins });
-  await app.register(errorHandling);
   await app.register(edge);
+  // Before any route, so that it learns every route's methods.
+  await app.register(methodRouting);
   await app.register(openApi);
   await app.register(health, { db, readyTimeoutMs: settings.readyTimeoutMs });
   await app.register(referencePage, { descriptionUrl: `${PARTNER_PREFIX}/openapi.json` });
@@ -102,7 +111,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
     await v1.register(openApiDocument);
     await v1.register(partnerApi, { db, tokens, limits, plannedCounts: settings.plannedCounts, readLimitPerMin, writeLimitPerMin });
   }, { prefix: PARTNER_PREFIX });
-  await app.register(operatorApi, { prefix: '/admin/v1', db, tokens, authFailures: limits.authFailures, adminKey: settings.adminKey });
+  await app.register(operatorApi, { prefix: OPERATOR_PREFIX, db, tokens, authFailures: limits.authFailures, adminKey: settings.adminKey });
   return app;
 }
 
@@ -113,6 +122,10 @@ async function partnerApi(
 ): Promise<void> {
   const { db, tokens, limits, plannedCounts } = options;
   await app.register(partnerAuth, { tokens, authFailures: limits.authFailures });
+  // A method a /v1 path does not serve, and a name no resource has, after the token check:
+  // whatever body and Content-Type came (postgrest-js sends `Content-Type: application/json`
+  // and no body with every delete), the answer is 405 or 404 PGRST205, the body unread.
+  await app.register(methodFallback, { url: '/:resource', notFound: unknownResource });
   await app.register(meRoute, { db, limits, readLimitPerMin: options.readLimitPerMin, writeLimitPerMin: options.writeLimitPerMin });
   await app.register(registerReadRoutes, { db, limits, plannedCounts });
   await app.register(registerWriteRoutes, { db, limits });

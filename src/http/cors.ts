@@ -1,20 +1,16 @@
 /**
  * CORS on the partner API, as PostgREST does it by default (docs/api.md, "Browsers (CORS)"):
  * any origin (`Access-Control-Allow-Origin: *`) unless PDS_CORS_ORIGINS lists the exact origins
- * allowed, never credentials (the bearer token travels in Authorization, not in cookies), and the
- * preflight answered 204 without a token. The headers are set in the first onRequest hook, so
+ * allowed, never credentials (the bearer token travels in Authorization, not in cookies), every
+ * request header a preflight asks for, and the preflight answered 204 without a token. The headers are set in the first onRequest hook, so
  * every answer, errors (401, 404, 405, 429, 5xx) included, carries them and a browser can read
  * it. The operator API and the health checks are not for browsers and get none.
  */
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { PARTNER_PREFIX } from './prefixes.ts';
 import { RATE_LIMIT_HEADERS } from './rate-limits.ts';
-
-const PARTNER_API_PREFIX = '/v1';
-
-/** The request headers a browser may send: those the partner API reads. */
-const CORS_REQUEST_HEADERS = ['Authorization', 'Accept', 'Content-Type', 'Prefer', 'Range', 'X-Request-Id', 'Idempotency-Key'];
 
 /** The response headers a browser's script may read, beyond the safelisted Content-Type. */
 const CORS_EXPOSED_HEADERS = [
@@ -32,7 +28,7 @@ const PREFLIGHT_MAX_AGE_SECONDS = 86_400;
 
 const isPartnerApi = (request: FastifyRequest) => {
   const path = request.url.split('?')[0];
-  return path === PARTNER_API_PREFIX || path.startsWith(`${PARTNER_API_PREFIX}/`);
+  return path === PARTNER_PREFIX || path.startsWith(`${PARTNER_PREFIX}/`);
 };
 
 /** An OPTIONS request that is a preflight; a bare OPTIONS is a method like any other (405). */
@@ -44,7 +40,10 @@ export const corsPolicy = fp(async (app: FastifyInstance, settings: { origins: r
     origin: settings.origins ? [...settings.origins] : '*',
     credentials: false,
     methods: CORS_METHODS,
-    allowedHeaders: CORS_REQUEST_HEADERS,
+    // No list: the preflight allows the request headers it is asked for (with Vary:
+    // Access-Control-Request-Headers), as PostgREST does, so that what clients add of their own
+    // (supabase-js's X-Client-Info and apikey, postgrest-js's X-Retry-Count and Accept-Profile)
+    // passes. A header the service does not read is ignored.
     exposedHeaders: CORS_EXPOSED_HEADERS,
     maxAge: PREFLIGHT_MAX_AGE_SECONDS,
   };

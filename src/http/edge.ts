@@ -10,7 +10,6 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { type ApiError, apiError } from '../errors.ts';
-import { endpointNotFound } from './errors.ts';
 import { notesOf } from './request-notes.ts';
 
 /** The request line and headers together; over it, 431 HEADERS_TOO_LARGE. */
@@ -68,7 +67,10 @@ function answerFrameworkError(error: FastifyError, request: FastifyRequest, repl
       ? apiError('URI_TOO_LONG', 'segment')
       : apiError('BAD_REQUEST', 'route');
   notesOf(request).errorCode = answer.code;
-  reply.code(answer.status).header('connection', 'close').type('application/json; charset=utf-8').send(answer.toBody());
+  // No hook runs for an answer given before routing: it reports itself to the access log and the metrics.
+  reply.raw.once('finish', () => request.server.answered(request, reply));
+  reply.code(answer.status).header('connection', 'close').header('x-request-id', request.id)
+    .type('application/json; charset=utf-8').send(answer.toBody());
 }
 
 /** The server options that answer below the routes; they can only be given to Fastify(). */
@@ -101,8 +103,6 @@ export const edge = fp(async (app: FastifyInstance) => {
     if (request.raw.httpVersion === '1.1' && request.raw.headers.host === undefined) {
       throw apiError('BAD_REQUEST', 'host').withHeaders({ connection: 'close' });
     }
-    // A path no route serves is 404 before its body is read: a broken body there is not the news.
-    if (request.is404) throw endpointNotFound(request);
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -9,11 +9,19 @@ import { ApiError, apiError } from '../errors.ts';
 import { notesOf } from './request-notes.ts';
 import { databaseErrorToApiError, storeErrorClass } from './sqlstates.ts';
 
+/** Ajv's message, naming the key a closed schema does not accept (Ajv keeps it in `params`). */
+function validationMessage(error: FastifyError): string {
+  const [first] = error.validation ?? [];
+  if (first?.keyword !== 'additionalProperties') return error.message;
+  const where = `${error.validationContext}${first.instancePath}`;
+  return `${where} does not accept the key "${String(first.params.additionalProperty)}"`;
+}
+
 function fastifyErrorToApiError(error: FastifyError): ApiError | null {
   if (error.validation) {
     return error.validationContext === 'body'
-      ? apiError('INVALID_BODY', `The request body is invalid: ${error.message}.`)
-      : apiError('INVALID_PARAMETER', error.message);
+      ? apiError('INVALID_BODY', `The request body is invalid: ${validationMessage(error)}.`)
+      : apiError('INVALID_PARAMETER', validationMessage(error));
   }
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':

@@ -3,17 +3,17 @@
  * label, its scope with the universities it covers, whether it can write, its expiry, and the
  * limits that apply to it. Never the secret. It counts against the read rate limit like a read.
  */
-import { type FastifyPluginAsyncTypebox, type TSchema, Type } from '@fastify/type-provider-typebox';
+import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { describeToken } from '../domain/tokens.ts';
-import { apiError } from '../errors.ts';
 import { LIMITS, LIMIT_DESCRIPTIONS, type Limit } from '../limits.ts';
+import { requireJsonAccept } from '../query/media-types.ts';
 import { resourcesByName } from '../resources/registry.ts';
 import type { RateLimitHooks } from './rate-limits.ts';
+import { nullable, timestamp, tokenScope, uuid } from './schemas.ts';
 
 export const ME_PATH = 'me';
-const ME_METHODS = 'GET, HEAD';
 
 /** Each limit's name in the answer, or null for one that binds only the operator. A new limit must say. */
 const PARTNER_LIMIT_NAMES: Readonly<Record<Limit, string | null>> = {
@@ -41,28 +41,22 @@ const PARTNER_LIMIT_NAMES: Readonly<Record<Limit, string | null>> = {
 const partnerLimits = (Object.entries(PARTNER_LIMIT_NAMES) as [Limit, string | null][])
   .flatMap(([limit, name]) => (name === null ? [] : [{ limit, name }]));
 
-const orNull = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
-const uuid = Type.String({ format: 'uuid' });
-const timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 with an explicit offset.' });
-
 /** The answer; the route serializes with it, and the OpenAPI description names it `Me`. */
 export const meResponse = Type.Object({
   id: uuid,
-  label: orNull(Type.String()),
+  label: nullable(Type.String()),
   scope: Type.Object({
-    kind: Type.Enum(['university', 'consortium']),
-    id: uuid,
-    name: Type.String(),
+    ...tokenScope.properties,
     universities: Type.Array(Type.Object({ id: uuid, name: Type.String() }), {
       description: 'The universities the token sees: its own, or every member of its consortium.',
     }),
   }),
   can_write: Type.Boolean(),
   created_at: timestamp,
-  expires_at: orNull({ ...timestamp, description: 'null: the token does not expire.' }),
+  expires_at: nullable({ ...timestamp, description: 'null: the token does not expire.' }),
   rate_limits: Type.Object({
     reads_per_minute: Type.Integer({ description: 'Read requests a minute, counted per source IP.' }),
-    writes_per_minute: orNull(Type.Integer({ description: 'Write requests a minute, counted per token; null when the token cannot write.' })),
+    writes_per_minute: nullable(Type.Integer({ description: 'Write requests a minute, counted per token; null when the token cannot write.' })),
   }),
   limits: Type.Object(Object.fromEntries(partnerLimits.map(({ limit, name }) =>
     [name, Type.Integer({ description: LIMIT_DESCRIPTIONS[limit].bounds })]))),
@@ -83,20 +77,12 @@ export const meRoute: FastifyPluginAsyncTypebox<MeRouteOptions> = async (app, op
     schema: { response: { 200: meResponse } },
     preHandler: options.limits.read,
   }, async (request) => {
+    requireJsonAccept(request.headers.accept);
     const token = await options.db.asOperator((tx) => describeToken(tx, request.principal.tokenId));
     return {
       ...token,
       rate_limits: { reads_per_minute: options.readLimitPerMin, writes_per_minute: token.can_write ? options.writeLimitPerMin : null },
       limits,
     };
-  });
-
-  // Every other method is 405, as on a read-only resource, not "no resource named me".
-  app.route({
-    method: app.supportedMethods.filter((method) => method !== 'GET' && method !== 'HEAD'),
-    url: `/${ME_PATH}`,
-    handler: async (request) => {
-      throw apiError('METHOD_NOT_ALLOWED', request.method, ME_METHODS).withHeaders({ allow: ME_METHODS });
-    },
   });
 };

@@ -34,10 +34,7 @@ function storeGauge(registry: Registry, store: Store, name: string, help: string
   });
 }
 
-/**
- * Creates the registry and counts every request once it is answered. Registered before any
- * route (fastify-plugin, so its hook is the root's and reaches every route and the 404 handler).
- */
+/** Creates the registry and counts every request once it is answered (src/http/answered.ts). */
 export const metrics = fp(async (app: FastifyInstance, options: { store: Store }) => {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: PREFIX });
@@ -78,7 +75,7 @@ export const metrics = fp(async (app: FastifyInstance, options: { store: Store }
   }
   for (const kind of RATE_LIMIT_KINDS) rateLimitRejections.inc({ kind }, 0);
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.onAnswered((request, reply) => {
     const route = routeTemplate(request);
     requests.inc({ route, method: request.method, status: String(reply.statusCode) });
     durations.observe({ route, method: request.method }, reply.elapsedTime / 1000);
@@ -91,16 +88,16 @@ export const metrics = fp(async (app: FastifyInstance, options: { store: Store }
     if (storeErrorClass) storeErrors.inc({ class: storeErrorClass });
   });
   app.decorate('metricsRegistry', registry);
-}, { name: 'metrics' });
+}, { name: 'metrics', dependencies: ['answers'] });
 
 /** With a key, GET /metrics answers only `Authorization: Bearer <key>`; without one it is open. */
 function metricsKeyCheck(options: { metricsKey?: string; authFailures: AuthFailureGuard }) {
   return options.metricsKey === undefined ? [] : [requireStaticKey(options.metricsKey, options.authFailures, 'metrics')];
 }
 
-/** GET /metrics at the root, outside the OpenAPI description like the probes. */
+/** GET /metrics at the root, outside the OpenAPI description: it is the operator's, not the partners'. */
 export const metricsEndpoint = fp(async (app: FastifyInstance, options: { metricsKey?: string; authFailures: AuthFailureGuard }) => {
   const registry = app.metricsRegistry;
-  app.get('/metrics', { schema: { hide: true }, onRequest: metricsKeyCheck(options) }, async (_request, reply) =>
+  app.get('/metrics', { onRequest: metricsKeyCheck(options) }, async (_request, reply) =>
     reply.type(registry.contentType).send(await registry.metrics()));
 }, { name: 'metrics-endpoint', dependencies: ['metrics', 'rate-limits'] });

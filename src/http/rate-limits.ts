@@ -36,8 +36,11 @@ export interface RateLimitHooks {
 
 const WINDOW_MS = 60_000;
 
-/** The headers a counted request's answer carries; 429 adds Retry-After. */
-export const RATE_LIMIT_HEADERS = { limit: 'ratelimit-limit', remaining: 'ratelimit-remaining', reset: 'ratelimit-reset' } as const;
+/**
+ * The headers a counted request's answer carries; 429 adds Retry-After. In the case the
+ * OpenAPI description and CORS show them (HTTP header names are case-insensitive).
+ */
+export const RATE_LIMIT_HEADERS = { limit: 'RateLimit-Limit', remaining: 'RateLimit-Remaining', reset: 'RateLimit-Reset' } as const;
 
 /**
  * Redis is asked with no queue, so a stopped Redis costs a request nothing, and with a deadline,

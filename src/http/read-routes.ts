@@ -6,17 +6,13 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
-import { apiError } from '../errors.ts';
+import { type ApiError, apiError } from '../errors.ts';
 import { executeRead } from '../query/execute.ts';
 import { planRead } from '../query/plan.ts';
 import { parseReadRequest } from '../query/read-request.ts';
 import { type Resource, resources } from '../resources/registry.ts';
-import { WRITE_SHAPES } from '../resources/write-shapes.ts';
 import type { RateLimitHooks } from './rate-limits.ts';
 import { readResponseHead } from './read-response.ts';
-
-const READ_METHODS = 'GET, HEAD';
-const WRITE_METHODS = 'GET, HEAD, POST, PUT, PATCH';
 
 /** The raw query string, undecoded. */
 function rawQueryString(request: FastifyRequest): string {
@@ -48,30 +44,14 @@ function readHandler(db: Database, resource: Resource, plannedCounts: boolean) {
   };
 }
 
-/** The methods a resource serves; any other method on it is 405 with this Allow. */
-function allowedMethods(resource: Resource): string {
-  return Object.hasOwn(WRITE_SHAPES, resource.name) ? WRITE_METHODS : READ_METHODS;
-}
-
-/** 405 with Allow for a method a resource does not serve; 404 PGRST205 for a name no resource has. */
-async function refuseMethod(request: FastifyRequest<{ Params: { resource: string } }>): Promise<never> {
-  const name = request.params.resource;
-  const resource = resources.find((r) => r.name === name);
-  if (resource) {
-    const allow = allowedMethods(resource);
-    throw apiError('METHOD_NOT_ALLOWED', request.method, allow).withHeaders({ allow });
-  }
-  throw apiError('PGRST205', name, resources.map((r) => r.name));
+/** A name under /v1 that no resource (nor any other route) has: 404 PGRST205, as PostgREST answers. */
+export function unknownResource(request: FastifyRequest): ApiError {
+  const { resource } = request.params as { resource: string };
+  return apiError('PGRST205', resource, resources.map((r) => r.name));
 }
 
 export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks; plannedCounts: boolean }): void {
   for (const resource of resources) {
     app.get(`/${resource.name}`, { preHandler: deps.limits.read }, readHandler(deps.db, resource, deps.plannedCounts));
   }
-  // Reached by every method a resource's own routes do not serve, and by unknown resources. The
-  // refusal is the route's onRequest hook, so it comes before the body is read or parsed: whatever
-  // body and Content-Type came (postgrest-js sends `Content-Type: application/json` and no body
-  // with every delete), the answer is 405 or 404. Authentication, a hook of the scope, comes
-  // first. The handler, never reached, is the same refusal.
-  app.all<{ Params: { resource: string } }>('/:resource', { onRequest: refuseMethod }, refuseMethod);
 }

@@ -3,19 +3,10 @@
  * (src/resources/write-shapes.ts): the rows of the batch writes in the OpenAPI description
  * (src/http/openapi/components.ts), and the operator API's cohort body, which Fastify validates.
  */
-import type { OpenAPIV3_1 } from 'openapi-types';
 import { type TUnsafe, Type } from 'typebox';
 import { NO_CONTROL_CHARACTERS_PATTERN } from '../resources/text.ts';
 import { COHORT_SHAPE, type CreateValues, type FieldKind, type WriteField, type WriteShape } from '../resources/write-shapes.ts';
-
-export type JsonSchema = OpenAPIV3_1.SchemaObject;
-
-/** The schema that also takes null: null joins the type list, and an enumeration's values. */
-export function orNull(schema: JsonSchema): JsonSchema {
-  if (schema.type === undefined) return schema;
-  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
-  return { ...schema, type: [...types, 'null'], ...(schema.enum ? { enum: [...schema.enum, null] } : {}) };
-}
+import { type JsonSchema, withNull } from './schemas.ts';
 
 const singleLine = (field: WriteField): JsonSchema => ({ type: 'string', maxLength: field.maxLength, pattern: NO_CONTROL_CHARACTERS_PATTERN });
 
@@ -33,7 +24,7 @@ const KIND_SCHEMAS: Record<FieldKind, (field: WriteField) => JsonSchema> = {
 
 export function fieldSchema(field: WriteField): JsonSchema {
   const schema = KIND_SCHEMAS[field.kind](field);
-  return { ...(field.nullable ? orNull(schema) : schema), ...(field.description ? { description: field.description } : {}) };
+  return { ...(field.nullable ? withNull(schema) : schema), ...(field.description ? { description: field.description } : {}) };
 }
 
 const fieldSchemas = (shape: WriteShape) =>

@@ -11,7 +11,8 @@ export type ReadMediaType = 'json' | 'singular' | 'csv';
 
 /**
  * The Content-Type of each, in the order a wildcard Accept (any type, `application/*`) or none
- * prefers them. Offered with their charset, so that an Accept that names `charset=utf-8` matches too.
+ * prefers them among those it may select. Offered with their charset, so that an Accept that
+ * names `charset=utf-8` matches too.
  */
 export const READ_MEDIA_TYPES: Readonly<Record<ReadMediaType, string>> = {
   json: 'application/json; charset=utf-8',
@@ -21,6 +22,13 @@ export const READ_MEDIA_TYPES: Readonly<Record<ReadMediaType, string>> = {
 
 const readOffers = Object.keys(READ_MEDIA_TYPES) as ReadMediaType[];
 
+/**
+ * Offered only to an Accept that names it, with a q-value above 0: a wildcard never selects the
+ * single object, which is 406 unless there is exactly one row (JSON refused with q=0 beside any
+ * type is CSV, not one object).
+ */
+const NAMED_ONLY: ReadonlySet<string> = new Set<ReadMediaType>(['singular']);
+
 /** A media type without its parameters, as an Accept header or a description names it. */
 export const mediaTypeName = (contentType: string): string => contentType.split(';')[0];
 
@@ -29,8 +37,11 @@ function negotiate<T extends string>(acceptHeader: string | undefined, offers: r
   // A blank Accept is read as none, as clients that send one mean.
   const accept = acceptHeader?.trim() ? acceptHeader : undefined;
   const negotiator = new Negotiator({ headers: accept === undefined ? {} : { accept } });
-  const preferred = negotiator.mediaType(offers.map((offer) => contentTypes[offer]));
-  const chosen = offers.find((offer) => contentTypes[offer] === preferred);
+  // The type/subtype of every range the Accept lists with a q-value above 0, wildcards as written.
+  const named = new Set(negotiator.mediaTypes().map((range) => range.toLowerCase()));
+  const eligible = offers.filter((offer) => !NAMED_ONLY.has(offer) || named.has(mediaTypeName(contentTypes[offer])));
+  const preferred = negotiator.mediaType(eligible.map((offer) => contentTypes[offer]));
+  const chosen = eligible.find((offer) => contentTypes[offer] === preferred);
   if (chosen === undefined) throw apiError('PGRST107', acceptHeader ?? '', offers.map((offer) => mediaTypeName(contentTypes[offer])));
   return chosen;
 }

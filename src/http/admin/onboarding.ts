@@ -11,7 +11,8 @@ import {
 } from '../../domain/onboarding.ts';
 import { cohortCreateBody } from '../write-schemas.ts';
 import { recordSchema } from './records.ts';
-import { closedBody, email, name, nullable, optionalText, uuid } from './schemas.ts';
+import { nullable, uuid } from '../schemas.ts';
+import { closedBody, email, name, optionalText } from './schemas.ts';
 
 const consortiumBody = closedBody({ name });
 const universityBody = closedBody({

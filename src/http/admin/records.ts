@@ -13,13 +13,12 @@ import {
 import { apiError } from '../../errors.ts';
 import { LIMITS, OPERATOR_DEFAULTS } from '../../limits.ts';
 import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH } from '../../resources/text.ts';
-import { idParams, nullable, uuid } from './schemas.ts';
+import { nullable, timestamp, tokenScope, uuid } from '../schemas.ts';
+import { idParams } from './schemas.ts';
 
 const text = Type.String();
 const nullableText = nullable(text);
 const nullableUuid = nullable(uuid);
-/** src/domain/timestamps.ts's format. */
-const timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 with an explicit offset' });
 const nullableTimestamp = nullable(timestamp);
 const nameFilter = Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: 'Part of the name, any case.' });
 const uuidFilter = Type.String({ format: 'uuid' });
@@ -77,7 +76,7 @@ const RECORD_SCHEMAS: { readonly [C in OperatorCollection]: CollectionSchemas<C>
     fields: {
       id: uuid,
       label: nullableText,
-      scope: Type.Object({ kind: Type.Enum(['university', 'consortium']), id: uuid, name: text }),
+      scope: tokenScope,
       university_id: nullableUuid,
       consortium_id: nullableUuid,
       can_write: Type.Boolean(),

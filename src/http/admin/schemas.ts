@@ -1,19 +1,15 @@
 /**
  * The operator API's schema pieces, as TypeBox schemas whose static types are the handlers' body
- * and params types (@fastify/type-provider-typebox). Nullable values keep OpenAPI 3.0's form.
+ * and params types (@fastify/type-provider-typebox); those partner routes share are src/http/schemas.ts's.
  */
-import { type Static, type TProperties, type TSchema, Type } from 'typebox';
+import { type TProperties, Type } from 'typebox';
 import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH, NO_CONTROL_CHARACTERS_PATTERN } from '../../resources/text.ts';
+import { nullable, uuid } from '../schemas.ts';
 
 const singleLineLimits = { maxLength: MAX_NAME_LENGTH, pattern: NO_CONTROL_CHARACTERS_PATTERN };
 
-export function nullable<T extends TSchema>(schema: T) {
-  return Type.Unsafe<Static<T> | null>({ ...schema, nullable: true });
-}
-
-export const uuid = Type.String({ format: 'uuid' });
 export const name = Type.String({ ...singleLineLimits, minLength: 1 });
-export const optionalText = Type.Optional(Type.Unsafe<string | null>({ type: ['string', 'null'], ...singleLineLimits }));
+export const optionalText = Type.Optional(nullable(Type.String(singleLineLimits)));
 export const email = Type.String({ format: 'email', maxLength: MAX_EMAIL_LENGTH });
 export const date = Type.String({ format: 'date' });
 export const idParams = Type.Object({ id: uuid });

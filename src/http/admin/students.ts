@@ -6,7 +6,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../db/database.ts';
 import { alumniHistory, eraseStudent, setGraduationDateInApp, signIn, verifyEmail } from '../../domain/student-events.ts';
-import { closedBody, date, email, idParams, nullable } from './schemas.ts';
+import { nullable } from '../schemas.ts';
+import { closedBody, date, email, idParams } from './schemas.ts';
 
 const graduationDateBody = closedBody({ graduation_date: nullable(date) });
 const verifiedEmailBody = closedBody({ email });

@@ -8,7 +8,8 @@ import { type TokenAuthenticator, issueToken, revokeToken, rotateToken } from '.
 import { apiError } from '../../errors.ts';
 import { LIMITS, OPERATOR_DEFAULTS } from '../../limits.ts';
 import { recordSchema } from './records.ts';
-import { closedBody, idParams, optionalText, uuid } from './schemas.ts';
+import { uuid } from '../schemas.ts';
+import { closedBody, idParams, optionalText } from './schemas.ts';
 
 const expiresAt = Type.Optional(Type.String({ format: 'date-time' }));
 

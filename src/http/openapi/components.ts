@@ -15,8 +15,10 @@ import { WRITABLE_RESOURCES, WRITE_SHAPES, type WritableResource } from '../../r
 import { ROW_STATUSES } from '../../writes/batch.ts';
 import { ROW_CODES } from '../../writes/row-codes.ts';
 import { meResponse } from '../me.ts';
+import { RATE_LIMIT_HEADERS } from '../rate-limits.ts';
 import { passThroughStatus } from '../sqlstates.ts';
-import { type JsonSchema, type RowRequirement, orNull, writeRowSchema } from '../write-schemas.ts';
+import { type JsonSchema, withNull } from '../schemas.ts';
+import { type RowRequirement, writeRowSchema } from '../write-schemas.ts';
 
 type Reference = OpenAPIV3_1.ReferenceObject;
 
@@ -66,7 +68,7 @@ function columnSchema(column: Column): JsonSchema {
   const notes = [column.description, column.large ? 'Large: leave it out with `select` to keep pages small.' : undefined]
     .filter(Boolean).join(' ');
   const schema: JsonSchema = { ...COLUMN_SCHEMAS[column.type], ...(column.enum ? { enum: [...column.enum] } : {}) };
-  return { ...(column.nullable ? orNull(schema) : schema), ...(notes ? { description: notes } : {}) };
+  return { ...(column.nullable ? withNull(schema) : schema), ...(notes ? { description: notes } : {}) };
 }
 
 function rowSchema(resource: Resource): JsonSchema {
@@ -178,9 +180,9 @@ export const HEADERS = {
       + '(otherwise `*`); the range is `*` when no row is returned.',
     schema: { type: 'string', pattern: '^(\\d+-\\d+|\\*)/(\\d+|\\*)$' },
   },
-  'RateLimit-Limit': integerHeader('Requests allowed per window (a minute): reads per source address, writes per token.'),
-  'RateLimit-Remaining': integerHeader('Requests left in the current window.'),
-  'RateLimit-Reset': integerHeader('Seconds until the current window ends.'),
+  [RATE_LIMIT_HEADERS.limit]: integerHeader('Requests allowed per window (a minute): reads per source address, writes per token.'),
+  [RATE_LIMIT_HEADERS.remaining]: integerHeader('Requests left in the current window.'),
+  [RATE_LIMIT_HEADERS.reset]: integerHeader('Seconds until the current window ends.'),
   'Preference-Applied': { description: 'The preferences of the Prefer header that were honoured, e.g. `tx=rollback` for a dry run.', schema: { type: 'string' } },
   'Retry-After': integerHeader('Seconds to wait before retrying.'),
   'Idempotent-Replayed': {
@@ -191,7 +193,8 @@ export const HEADERS = {
 } satisfies Record<string, OpenAPIV3_1.HeaderObject>;
 
 export type HeaderName = keyof typeof HEADERS;
-export const RATE_LIMIT_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'] as const satisfies readonly HeaderName[];
+/** The rate-limit headers (src/http/rate-limits.ts), as the description names them. */
+export const RATE_LIMIT_HEADER_NAMES: readonly HeaderName[] = Object.values(RATE_LIMIT_HEADERS);
 
 export const headerRefs = (names: readonly HeaderName[]): Record<string, Reference> =>
   Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
@@ -223,7 +226,7 @@ const ERROR_SCHEMA: JsonSchema = {
 /** Headers added where the error is raised, beyond the catalogue's own. */
 const RAISED_ERROR_HEADERS: Readonly<Partial<Record<number, readonly HeaderName[]>>> = {
   416: ['Content-Range'], // src/http/read-response.ts
-  429: ['Retry-After', ...RATE_LIMIT_HEADERS], // src/http/rate-limits.ts
+  429: ['Retry-After', ...RATE_LIMIT_HEADER_NAMES],
 };
 
 const headerNamed = new Map(Object.keys(HEADERS).map((name) => [name.toLowerCase(), name as HeaderName]));
@@ -279,7 +282,7 @@ interface ResultExtras {
 const RESULT_EXTRAS: Record<WritableResource, ResultExtras> = {
   students: {
     written: {
-      cohort_id: { ...orNull({ type: 'string', format: 'uuid' }), description: 'The cohort the student is in.' },
+      cohort_id: { ...withNull({ type: 'string', format: 'uuid' }), description: 'The cohort the student is in.' },
       notes: {
         type: 'array', items: { type: 'string' },
         description: 'Present when something was accepted but not applied as sent: `is_alumni` disagrees with `graduation_date`, '

@@ -9,7 +9,8 @@ import fp from 'fastify-plugin';
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
 import { resources } from '../../resources/registry.ts';
 import { HEADERS, PARAMETERS, REFUSED_REQUEST, SCHEMAS, SECURITY_SCHEMES, UNEXPECTED_ERROR, errorResponse, errorResponseName } from './components.ts';
-import { type DocumentedOperation, OPERATIONS, OTHER_TAGS, PARTNER_PREFIX } from './operations.ts';
+import { PARTNER_PREFIX } from '../prefixes.ts';
+import { type DocumentedOperation, OPERATIONS, OTHER_TAGS } from './operations.ts';
 
 const INFO: OpenAPIV3_1.InfoObject = {
   title: 'Partner data service',

@@ -10,13 +10,12 @@ import { type Resource, resources, resourcesByName } from '../../resources/regis
 import { WRITABLE_RESOURCES, type WritableResource } from '../../resources/write-shapes.ts';
 import type { WriteMode } from '../../writes/batch.ts';
 import { ME_PATH } from '../me.ts';
-import type { JsonSchema, RowRequirement } from '../write-schemas.ts';
+import { PARTNER_PREFIX } from '../prefixes.ts';
+import type { JsonSchema } from '../schemas.ts';
+import type { RowRequirement } from '../write-schemas.ts';
 import {
-  type ParameterName, RATE_LIMIT_HEADERS, filterParameter, headerRefs, parameterRef, resourceTitle, rowSchemaName, schemaRef, writeSchemaNames,
+  type ParameterName, RATE_LIMIT_HEADER_NAMES, filterParameter, headerRefs, parameterRef, resourceTitle, rowSchemaName, schemaRef, writeSchemaNames,
 } from './components.ts';
-
-/** The partner API's path prefix: the description's server. */
-export const PARTNER_PREFIX = '/v1';
 
 /** The tags of the operations that are not about a resource (each resource is a tag of its own). */
 export const OTHER_TAGS = {
@@ -54,7 +53,7 @@ function readOperation(resource: Resource): DocumentedOperation {
   const row = schemaRef(rowSchemaName(resource));
   const page = (description: string): OpenAPIV3_1.ResponseObject => ({
     description,
-    headers: headerRefs(['Content-Range', ...RATE_LIMIT_HEADERS]),
+    headers: headerRefs(['Content-Range', ...RATE_LIMIT_HEADER_NAMES]),
     content: readContent(row),
   });
   return {
@@ -117,7 +116,7 @@ function writeOperation(resource: WritableResource, { method, verb, requirement,
       responses: {
         200: {
           description: 'The batch was processed; each row has its outcome in `results`, in the order sent.',
-          headers: headerRefs([...RATE_LIMIT_HEADERS, 'Preference-Applied', 'Idempotent-Replayed']),
+          headers: headerRefs([...RATE_LIMIT_HEADER_NAMES, 'Preference-Applied', 'Idempotent-Replayed']),
           content: { 'application/json': { schema: schemaRef(names.result) } },
         },
       },
@@ -128,7 +127,7 @@ function writeOperation(resource: WritableResource, { method, verb, requirement,
 const ME_OPERATION: DocumentedOperation = {
   method: 'get',
   url: `${PARTNER_PREFIX}/${ME_PATH}`,
-  errors: [401, 429, 503],
+  errors: [401, 406, 429, 503],
   operation: {
     operationId: 'getMe',
     tags: ['token'],
@@ -138,7 +137,7 @@ const ME_OPERATION: DocumentedOperation = {
     responses: {
       200: {
         description: 'The calling token.',
-        headers: headerRefs(RATE_LIMIT_HEADERS),
+        headers: headerRefs(RATE_LIMIT_HEADER_NAMES),
         content: { 'application/json': { schema: schemaRef('Me') } },
       },
     },

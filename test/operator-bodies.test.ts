@@ -1,0 +1,79 @@
+/**
+ * The operator API's bodies are closed: a key a body does not accept is refused (400
+ * INVALID_BODY naming it) and nothing is written, never silently dropped. A dropped
+ * `grace_second` made a rotation keep the old token a day; a dropped `can_wirte` issued a
+ * read-only token.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { LIMITS } from '../src/limits.ts';
+import { Harness, backends } from './support/harness.ts';
+
+/** The tables an operator body can write to. */
+const WRITTEN_TABLES = ['consortia', 'universities', 'campuses', 'resume_templates', 'accounts', 'cohorts', 'tokens', 'students', 'secondary_emails', 'alumni_flag_history'];
+
+for (const backend of backends()) {
+  describe(`operator bodies refuse unknown keys, on ${backend}`, () => {
+    let h: Harness;
+    let universityId: string;
+    let studentId: string;
+    let tokenId: string;
+
+    before(async () => {
+      h = await Harness.start(backend, { demoStudents: 5 });
+      universityId = h.demo!.universities[0].id;
+      [{ id: studentId }] = await h.sql<{ id: string }>('select id from students where university_id = $1 order by id limit 1', [universityId]);
+      [{ id: tokenId }] = await h.sql<{ id: string }>(`select id from tokens where label = 'demo read' and university_id = $1`, [universityId]);
+    });
+    after(() => h.close());
+
+    /** Every written table's rows, as one snapshot to compare. */
+    async function tableRows(): Promise<Record<string, unknown[]>> {
+      const snapshot: Record<string, unknown[]> = {};
+      for (const table of WRITTEN_TABLES) snapshot[table] = await h.sql(`select * from ${table} order by 1`);
+      return snapshot;
+    }
+
+    async function expectRefusedKey(method: 'POST', url: string, body: Record<string, unknown>, key: string) {
+      const before = await tableRows();
+      const response = await h.admin(method, url, body);
+      assert.equal(response.status, 400, `${url}: ${response.body}`);
+      assert.equal(response.json.code, 'INVALID_BODY');
+      assert.ok(response.json.message.includes(`"${key}"`), `${url}: the message names ${key}: ${response.json.message}`);
+      assert.deepEqual(await tableRows(), before, `${url}: nothing was written`);
+    }
+
+    test('rotate with a misspelt grace_seconds: 400 naming it, the old token untouched and no replacement', async () => {
+      await expectRefusedKey('POST', `/tokens/${tokenId}/rotate`, { grace_second: 0 }, 'grace_second');
+      const [old] = await h.sql<{ expires_at: string | null }>('select expires_at from tokens where id = $1', [tokenId]);
+      assert.equal(old.expires_at, null);
+      // The spelt key still works, within its bound.
+      assert.equal((await h.admin('POST', `/tokens/${tokenId}/rotate`, { grace_seconds: LIMITS.rotationGraceSeconds + 1 })).status, 400);
+    });
+
+    test('a token with a misspelt can_write: 400 naming it, no token issued', async () => {
+      await expectRefusedKey('POST', '/tokens', { university_id: universityId, can_wirte: true }, 'can_wirte');
+      const issued = await h.admin('POST', '/tokens', { university_id: universityId, can_write: true });
+      assert.equal(issued.status, 201);
+      assert.equal(issued.json.can_write, true);
+    });
+
+    test('every other operator body: an unknown key is 400 naming it, nothing written', async () => {
+      const bodies: [url: string, body: Record<string, unknown>][] = [
+        ['/consortia', { name: `Closed Alliance ${backend}` }],
+        ['/universities', { name: `Closed University ${backend}` }],
+        ['/campuses', { university_id: universityId, name: 'Closed Campus' }],
+        ['/resume-templates', { university_id: universityId, name: 'Closed' }],
+        ['/accounts', { email: `closed-${backend}@example.edu`, kind: 'staff' }],
+        ['/cohorts', {
+          university_id: universityId, name: 'closed-2026', display_name: 'Closed 2026', program: 'Closed', degree: 'BSc',
+          start_date: '2026-09-01', end_date: '2029-06-30', intake_year: 2026, intake_term: 'Fall',
+        }],
+        ['/demo', { students: 5, seed: 77 }],
+        [`/students/${studentId}/graduation-date`, { graduation_date: '2001-06-30' }],
+        [`/students/${studentId}/verify-email`, { email: `closed-secondary-${backend}@example.edu` }],
+      ];
+      for (const [url, body] of bodies) await expectRefusedKey('POST', url, { ...body, unexpected_key: 1 }, 'unexpected_key');
+    });
+  });
+}
