@@ -22,7 +22,7 @@ function assertReadableByBrowser(response: Response, origin = '*'): void {
   }
 }
 
-const preflight = (h: Harness, url: string, origin: string, method = 'PUT', requestHeaders = 'authorization, content-type, prefer, range, accept') =>
+const preflight = (h: Harness, url: string, origin: string, method = 'PUT', requestHeaders = 'authorization, content-type, prefer, range, accept, idempotency-key') =>
   h.request({ method: 'OPTIONS', url, headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': requestHeaders } });
 
 describe('CORS, any origin', () => {

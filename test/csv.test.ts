@@ -12,7 +12,7 @@ import { parseReadRequest } from '../src/query/read-request.ts';
 import { buildPageStatement } from '../src/query/sql.ts';
 import { resourcesByName } from '../src/resources/registry.ts';
 import { assertCsvEqualsJson, parseCsv } from './support/csv.ts';
-import { Harness, backends } from './support/harness.ts';
+import { Harness, storeBackends } from './support/harness.ts';
 
 const HOSTILE_STUDENTS = [
   { first_name: 'Comma, Jr.', last_name: 'Say "hi", ""twice""', external_id: 'x,"y"', phone: '' },
@@ -24,7 +24,7 @@ const HOSTILE_PROFILE = {
   skills: ['a,b', 'say "x"', '', 'ünï'], sections: [{ title: 'x,\n"y"', items: [1, null, true] }],
 };
 
-for (const backend of backends()) {
+for (const backend of storeBackends()) {
   describe(`CSV on ${backend}`, () => {
     let h: Harness;
     let scope: Scope;

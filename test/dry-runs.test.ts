@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { databaseContents } from './support/database-contents.ts';
-import { Harness, backends } from './support/harness.ts';
+import { Harness, storeBackends } from './support/harness.ts';
 import { parseExposition, valueOf } from './support/prometheus.ts';
 
 type Method = 'PUT' | 'POST' | 'PATCH';
@@ -26,7 +26,7 @@ function withCreatedIdsMasked(body: any): any {
   return { ...body, results: body.results.map((r: any) => (r.status === 'created' ? { ...r, id: '<created>' } : r)) };
 }
 
-for (const backend of backends()) {
+for (const backend of storeBackends()) {
   describe(`dry runs on ${backend}`, () => {
     let h: Harness;
     let university: string;
@@ -153,7 +153,7 @@ for (const backend of backends()) {
       const dry = await send('PATCH', 'students', [{ email: row.email, cohort_name: PAST_COHORT.name }], 'tx=rollback');
       assert.equal(dry.json.results[0].status, 'updated');
       const [stored] = await h.sql<{ is_alumni: boolean; cohort_name: string }>(
-        'select s.is_alumni, c.name as cohort_name from students s join cohorts c on c.id = s.cohort_id where s.id = $1', [created.id]);
+        'select s.is_alumni, c.name as cohort_name from students s join cohorts c on c.university_id = s.university_id and c.id = s.cohort_id where s.id = $1', [created.id]);
       assert.deepEqual(stored, { is_alumni: false, cohort_name: CURRENT_COHORT.name });
       assert.deepEqual(await h.sql('select * from alumni_flag_history where student_id = $1', [created.id]), historyBefore);
     });

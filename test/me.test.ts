@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { LIMITS } from '../src/limits.ts';
-import { Harness, backends } from './support/harness.ts';
+import { Harness, storeBackends } from './support/harness.ts';
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?[+-]\d{2}:\d{2}$/;
 const ME_KEYS = ['can_write', 'created_at', 'expires_at', 'id', 'label', 'limits', 'rate_limits', 'scope'];
 const READS_PER_MINUTE = 321;
 const WRITES_PER_MINUTE = 45;
 
-for (const backend of backends()) {
+for (const backend of storeBackends()) {
   describe(`GET /v1/me on ${backend}`, () => {
     let h: Harness;
     let north: { id: string; name: string; read_token: string; write_token: string };
