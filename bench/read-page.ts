@@ -21,6 +21,8 @@ export const READ_PAGES: readonly { label: string; reader: Reader; query: string
 export interface ReadPageResult {
   bare: Throughput;
   api: Throughput;
+  /** The service with one connection: latency without the queueing of a saturated machine. */
+  alone: Throughput;
 }
 
 /** A database to read from, and the port of the service started on it. */
@@ -52,12 +54,20 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
         const reader = readers[page.reader];
         const statement = buildPageStatement(plan, reader.universityIds, { exactCount: false, body: true });
         const bare = await closedLoop(() => driver.unsafe(statement.text, statement.params as string[], { prepare: true }));
-        const api = await httpLoad({ url: `${service.baseUrl}/v1/students?${page.query}`, headers: { authorization: `Bearer ${reader.token}` } });
+        const request = { url: `${service.baseUrl}/v1/students?${page.query}`, headers: { authorization: `Bearer ${reader.token}` } };
+        const api = await httpLoad(request);
+        // Timed here rather than by autocannon, whose latencies are whole milliseconds.
+        const alone = await closedLoop(async () => {
+          const response = await fetch(request.url, { headers: request.headers });
+          if (!response.ok) throw new Error(`${response.status} from ${request.url}`);
+          await response.arrayBuffer();
+        }, 1);
         console.log(`\n  GET /v1/students?${page.query}  (${page.label}, on ${server}, 32 connections)`);
         console.log(`  ${describeThroughput('bare driver, same SQL', bare)}`);
         console.log(`  ${describeThroughput('service over HTTP', api)}`);
+        console.log(`  ${describeThroughput('service over HTTP, 1 connection', alone)}`);
         console.log(`  ratio service / bare driver: ${(api.perSecond / bare.perSecond).toFixed(2)}`);
-        results.get(server)!.set(page.label, { bare, api });
+        results.get(server)!.set(page.label, { bare, api, alone });
       }
     }
   } finally {
