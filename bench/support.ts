@@ -14,6 +14,8 @@ import { DEFAULT_STORE_TIMEOUTS, type Store } from '../src/db/store.ts';
 import { createScratchDatabase } from '../tools/scratch-database.ts';
 
 export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** A Citus coordinator: when set, the read and write benchmarks run there too, as ratios to PostgreSQL. */
+export const CITUS_URL = process.env.BENCH_CITUS_URL;
 export const CONCURRENCY = 32;
 export const DURATION_S = Number(process.env.BENCH_SECONDS ?? 8);
 
@@ -34,8 +36,9 @@ export interface BenchDatabase {
 
 const BENCH_LOAD_WAIT_MS = 10 * 60_000;
 
-export async function createBenchDatabase(name: string, students: number): Promise<BenchDatabase> {
-  const database = await createScratchDatabase(SERVER_URL, name);
+/** A fresh database named `name` on `serverUrl` (on every node of a Citus cluster), migrated and loaded with `students` demo students. */
+export async function createBenchDatabase(serverUrl: string, name: string, students: number): Promise<BenchDatabase> {
+  const database = await createScratchDatabase(serverUrl, name);
   // Loading 100,000 students and vacuuming take far longer than a request may wait.
   const store = openPostgresStore(database.url, 10, { ...DEFAULT_STORE_TIMEOUTS, storeWaitMs: BENCH_LOAD_WAIT_MS });
   await migrate(store);

@@ -24,7 +24,23 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - started;
 }
 
-export async function benchWrites(label: string, store: Store): Promise<void> {
+/** Median milliseconds per 500-row batch of each kind. */
+export interface WriteTimes {
+  bare: number;
+  put: number;
+  replay: number;
+  patch: number;
+}
+
+export const WRITE_LABELS: Readonly<Record<keyof WriteTimes, string>> = {
+  bare: 'bare INSERT … ON CONFLICT, same rows',
+  put: `PUT, ${ROWS} new students`,
+  replay: 'PUT replay, all unchanged',
+  patch: `PATCH, ${ROWS} cohort moves`,
+};
+
+/** The service and a bare upsert table on one store, ready to time rounds of batches. */
+async function prepareWrites(store: Store) {
   const db = new Database(store, 60_000);
   const { token } = await db.asOperator(async (tx) => {
     const [u] = await tx.query<{ id: string }>(`insert into universities (name) values ('Bench University') returning id`);
@@ -49,60 +65,75 @@ export async function benchWrites(label: string, store: Store): Promise<void> {
        cohort_name = excluded.cohort_name, is_alumni = excluded.is_alumni, external_id = excluded.external_id, phone = excluded.phone`,
     ['email', 'first_name', 'last_name', 'cohort_name', 'is_alumni', 'external_id', 'phone'].map((k) => arrayLiteral(rows.map((r) => String(r[k])))));
 
-  const times = { put: [] as number[], replay: [] as number[], patch: [] as number[], bare: [] as number[], bareReplay: [] as number[] };
-  for (let round = 0; round <= ROUNDS; round++) {
+  /** One round: each kind of batch once, on new addresses. */
+  const round = async (): Promise<WriteTimes> => {
     const tag = randomUUID().slice(0, 8);
     const rows = Array.from({ length: ROWS }, (_, i) => ({
       email: `s${i}.${tag}@bench.example.edu`, first_name: 'Bench', last_name: `Student ${i}`, cohort_name: 'bench-a',
       is_alumni: false, external_id: `${tag}-${i}`, phone: `+4477009${String(i).padStart(5, '0')}`,
     }));
-    const putMs = await timed(async () => {
+    const put = await timed(async () => {
       const r = await send('PUT', rows);
       if (r.counts.created !== ROWS) throw new Error(`PUT created ${r.counts.created}`);
     });
-    const replayMs = await timed(async () => {
+    const replay = await timed(async () => {
       const r = await send('PUT', rows);
       if (r.counts.unchanged !== ROWS) throw new Error(`replay left ${r.counts.unchanged} unchanged`);
     });
-    const patchMs = await timed(async () => {
+    const patch = await timed(async () => {
       const r = await send('PATCH', rows.map((row) => ({ email: row.email, cohort_name: 'bench-b' })));
       if (r.counts.updated !== ROWS) throw new Error(`PATCH updated ${r.counts.updated}`);
     });
-    const bareMs = await timed(() => bare(rows));
-    const bareReplayMs = await timed(() => bare(rows));
-    if (round === 0) continue;
-    times.put.push(putMs);
-    times.replay.push(replayMs);
-    times.patch.push(patchMs);
-    times.bare.push(bareMs);
-    times.bareReplay.push(bareReplayMs);
+    return { bare: await timed(() => bare(rows)), put, replay, patch };
+  };
+  return { round, close: () => app.close() };
+}
+
+/**
+ * The write rounds on each store (by label), alternating between the stores round by round so
+ * that on a shared machine they meet much the same load; the first round of each warms up.
+ */
+export async function benchWrites(stores: readonly { label: string; store: Store }[]): Promise<Map<string, WriteTimes>> {
+  const prepared = await Promise.all(stores.map(async ({ label, store }) => ({ label, writes: await prepareWrites(store), rounds: [] as WriteTimes[] })));
+  try {
+    for (let round = 0; round <= ROUNDS; round++) {
+      for (const target of prepared) {
+        const times = await target.writes.round();
+        if (round > 0) target.rounds.push(times);
+      }
+    }
+  } finally {
+    await Promise.all(prepared.map((p) => p.writes.close()));
   }
-  await app.close();
+  const kinds = Object.keys(WRITE_LABELS) as (keyof WriteTimes)[];
   const line = (name: string, ms: number, baseline: number) =>
     `  ${name.padEnd(40)} ${ms.toFixed(1).padStart(7)} ms/batch  ${(ROWS / ms * 1000).toFixed(0).padStart(6)} rows/s   ×${(ms / baseline).toFixed(2)} of the bare upsert`;
-  const bareMs = median(times.bare);
-  console.log(`\n  Student batches of ${ROWS} on ${label} (median of ${ROUNDS} rounds)`);
-  console.log(line('bare INSERT … ON CONFLICT, same rows', bareMs, bareMs));
-  console.log(line('PUT, 500 new students', median(times.put), bareMs));
-  console.log(line('PUT replay, all unchanged', median(times.replay), bareMs));
-  console.log(line('PATCH, 500 cohort moves', median(times.patch), bareMs));
+  const results = new Map<string, WriteTimes>();
+  for (const { label, rounds } of prepared) {
+    const medians = Object.fromEntries(kinds.map((kind) => [kind, median(rounds.map((r) => r[kind]))])) as unknown as WriteTimes;
+    console.log(`\n  Student batches of ${ROWS} on ${label} (median of ${ROUNDS} rounds)`);
+    for (const kind of kinds) console.log(line(WRITE_LABELS[kind], medians[kind], medians.bare));
+    results.set(label, medians);
+  }
+  return results;
 }
 
 export async function benchWritesOnPglite(): Promise<void> {
   const store = await openPgliteStore({ waitMs: readConfig({}).embeddedWaitMs });
   await migrate(store);
   try {
-    await benchWrites('PGlite (in memory)', store);
+    await benchWrites([{ label: 'PGlite (in memory)', store }]);
   } finally {
     await store.close();
   }
 }
 
-export async function benchWritesOnPostgres(url: string): Promise<void> {
-  const store = openPostgresStore(url, 10);
+/** The write rounds on each server's database (`urls` by label: PostgreSQL, a Citus coordinator). */
+export async function benchWritesOnServers(urls: ReadonlyMap<string, string>): Promise<Map<string, WriteTimes>> {
+  const stores = [...urls].map(([label, url]) => ({ label, store: openPostgresStore(url, 10) }));
   try {
-    await benchWrites('PostgreSQL', store);
+    return await benchWrites(stores);
   } finally {
-    await store.close();
+    await Promise.all(stores.map(({ store }) => store.close()));
   }
 }

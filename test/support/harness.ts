@@ -77,14 +77,24 @@ export interface TestStore {
   drop(): Promise<void>;
 }
 
-export async function openTestStore(backend: Backend, options: { migrated?: boolean; embeddedWaitMs?: number } = {}): Promise<TestStore> {
+/**
+ * `migrated: false` leaves a server store empty; `migratedThrough` (a migration file name) leaves
+ * any store as migrations up to that file made it, for tests of a database migrating forward.
+ */
+export async function openTestStore(backend: Backend, options: { migrated?: boolean; migratedThrough?: string; embeddedWaitMs?: number } = {}): Promise<TestStore> {
+  const through = options.migratedThrough;
+  if (backend === 'pglite' && through !== undefined) {
+    const store = await openPgliteStore({ waitMs: options.embeddedWaitMs ?? EMBEDDED_WAIT_MS });
+    await migrate(store, { through });
+    return { store, drop: () => store.close() };
+  }
   if (backend === 'pglite') {
     const store = await openPgliteStore({ loadDataDir: await migratedSnapshot(), waitMs: options.embeddedWaitMs ?? EMBEDDED_WAIT_MS });
     return { store, drop: () => store.close() };
   }
   const database = await createScratchDatabase(SERVER_URLS[backend]!);
   const store = openPostgresStore(database.url, 10);
-  if (options.migrated !== false) await migrate(store);
+  if (options.migrated !== false) await migrate(store, { through });
   return {
     store,
     url: database.url,
@@ -102,11 +112,21 @@ export interface Response {
   json: any;
 }
 
+export interface HarnessOptions {
+  demoStudents?: number;
+  settings?: Partial<AppSettings>;
+  statementTimeoutMs?: number;
+}
+
 export class Harness {
   private constructor(readonly backend: Backend, readonly testStore: TestStore, readonly db: Database, readonly app: FastifyInstance, readonly demo: DemoResult | null) {}
 
-  static async start(backend: Backend, options: { demoStudents?: number; settings?: Partial<AppSettings>; statementTimeoutMs?: number; embeddedWaitMs?: number } = {}): Promise<Harness> {
-    const testStore = await openTestStore(backend, { embeddedWaitMs: options.embeddedWaitMs });
+  static async start(backend: Backend, options: HarnessOptions & { embeddedWaitMs?: number } = {}): Promise<Harness> {
+    return Harness.over(backend, await openTestStore(backend, { embeddedWaitMs: options.embeddedWaitMs }), options);
+  }
+
+  /** The app over a store opened already (openTestStore), migrated by then. */
+  static async over(backend: Backend, testStore: TestStore, options: HarnessOptions = {}): Promise<Harness> {
     const db = new Database(testStore.store, options.statementTimeoutMs ?? 5_000);
     const demo = options.demoStudents ? await db.asOperator((tx) => loadDemo(tx, { students: options.demoStudents })) : null;
     const app = await buildApp({
