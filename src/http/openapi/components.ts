@@ -1,24 +1,17 @@
 /**
- * The reusable parts of the OpenAPI description, each read off its source: the row schemas off
- * the registry, the batch rows off the write shapes, the result codes off the row codes, the
- * error codes off the catalogue and the SQLSTATE table, the bounds off LIMITS, the filter
- * operators off the query grammar.
+ * The reusable parts of the OpenAPI description that reads and every operation share, each read
+ * off its source: schema names and references, the row schemas off the registry, the filter
+ * operators off the query grammar, the read parameters, the response headers and the security
+ * scheme. Batch writes are in batch-schemas.ts, error responses in error-responses.ts.
  */
-import { STATUS_CODES } from 'node:http';
 import type { OpenAPIV3_1 } from 'openapi-types';
-import { PostgresError } from 'pg-error-enum';
-import { ERRORS, type ErrorCode } from '../../errors.ts';
 import { LIMITS } from '../../limits.ts';
 import { ftsOperators, isValues, quantifiableOperators, simpleOperators } from '../../query/syntax.ts';
 import { type Column, type ColumnType, type Resource, resources, resourcesByName } from '../../resources/registry.ts';
-import { WRITABLE_RESOURCES, WRITE_SHAPES, type WritableResource } from '../../resources/write-shapes.ts';
-import { ROW_STATUSES } from '../../writes/batch.ts';
-import { ROW_CODES } from '../../writes/row-codes.ts';
-import { meResponse } from '../me.ts';
+import type { WritableResource } from '../../resources/write-shapes.ts';
 import { RATE_LIMIT_HEADERS } from '../rate-limits.ts';
-import { passThroughStatus } from '../sqlstates.ts';
 import { type JsonSchema, withNull } from '../schemas.ts';
-import { type RowRequirement, writeRowSchema } from '../write-schemas.ts';
+import type { RowRequirement } from '../write-schemas.ts';
 
 type Reference = OpenAPIV3_1.ReferenceObject;
 
@@ -199,189 +192,15 @@ export const RATE_LIMIT_HEADER_NAMES: readonly HeaderName[] = Object.values(RATE
 export const headerRefs = (names: readonly HeaderName[]): Record<string, Reference> =>
   Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 
-// Errors.
-
-/** PostgreSQL's codes that the SQLSTATE table (src/http/sqlstates.ts) passes to the caller as they are. */
-const passedThroughSqlstates = [...new Set<string>(Object.values(PostgresError))]
-  .filter((code) => passThroughStatus(code) !== undefined && !Object.hasOwn(ERRORS, code))
-  .sort();
-
-const ERROR_SCHEMA: JsonSchema = {
-  type: 'object',
-  description: 'The body of every error response.',
-  required: ['code', 'message', 'details', 'hint'],
-  properties: {
-    code: {
-      type: 'string',
-      enum: [...Object.keys(ERRORS), ...passedThroughSqlstates],
-      description: 'A code of the service\'s catalogue (docs/api.md, "Errors"), or the SQLSTATE of a PostgreSQL error the '
-        + 'request\'s own values caused (a value the column\'s type refuses, an operator the type lacks), as PostgREST passes them on.',
-    },
-    message: { type: 'string' },
-    details: { type: ['string', 'null'] },
-    hint: { type: ['string', 'null'] },
-  },
-};
-
-/** Headers added where the error is raised, beyond the catalogue's own. */
-const RAISED_ERROR_HEADERS: Readonly<Partial<Record<number, readonly HeaderName[]>>> = {
-  416: ['Content-Range'], // src/http/read-response.ts
-  429: ['Retry-After', ...RATE_LIMIT_HEADER_NAMES],
-};
-
-const headerNamed = new Map(Object.keys(HEADERS).map((name) => [name.toLowerCase(), name as HeaderName]));
-
-function catalogueHeaders(status: number): HeaderName[] {
-  const names = Object.values(ERRORS).filter((d) => d.status === status).flatMap((d) => Object.keys(d.headers ?? {}));
-  return [...new Set(names)].map((name) => {
-    const documented = headerNamed.get(name);
-    if (!documented) throw new Error(`The catalogue's header ${name} has no entry in the OpenAPI HEADERS.`);
-    return documented;
-  });
-}
-
-/** `Bad Request` → `BadRequest`: the name of a status's error response. */
-export const errorResponseName = (status: number) => (STATUS_CODES[status] ?? String(status)).replace(/[^A-Za-z]/g, '');
-
-/** The error response of a status: its codes from the catalogue and the SQLSTATE table, with their meanings. */
-export function errorResponse(status: number): OpenAPIV3_1.ResponseObject {
-  const codes = Object.entries(ERRORS).filter(([, d]) => d.status === status).map(([code, d]) => `\`${code}\`: ${d.when}`);
-  const sqlstates = passedThroughSqlstates.some((code) => passThroughStatus(code) === status);
-  if (codes.length === 0 && !sqlstates) throw new Error(`No error code answers with status ${status}.`);
-  const passedOn = sqlstates ? ['A PostgreSQL SQLSTATE (listed in `Error.code`): a value or operator of the request the column\'s type refuses.'] : [];
-  const headers = [...new Set([...catalogueHeaders(status), ...RAISED_ERROR_HEADERS[status] ?? []])];
-  return {
-    description: [`${STATUS_CODES[status]}.`, ...codes, ...passedOn].join('\n\n'),
-    ...(headers.length > 0 ? { headers: headerRefs(headers) } : {}),
-    content: { 'application/json': { schema: schemaRef('Error') } },
-  };
-}
-
-/** What the edge refuses before any route runs (src/http/edge.ts): every operation can meet these. */
-const EDGE_ERRORS: readonly ErrorCode[] = ['BAD_REQUEST', 'REQUEST_TIMEOUT', 'EXPECTATION_FAILED', 'HEADERS_TOO_LARGE'];
-
-export const REFUSED_REQUEST: OpenAPIV3_1.ResponseObject = {
-  description: ['A request the service refuses whatever its path.', ...EDGE_ERRORS.map((code) => `\`${code}\` (${ERRORS[code].status}): ${ERRORS[code].when}`)].join('\n\n'),
-  content: { 'application/json': { schema: schemaRef('Error') } },
-};
-
-export const UNEXPECTED_ERROR: OpenAPIV3_1.ResponseObject = {
-  description: 'Any other error, such as 500 `INTERNAL`, with the same body.',
-  content: { 'application/json': { schema: schemaRef('Error') } },
-};
-
-// Batch writes.
-
-/** What a resource's results and response carry beyond what every batch write shares (src/writes/batches.ts). */
-interface ResultExtras {
-  readonly written: Readonly<Record<string, JsonSchema>>;
-  readonly writtenRequired: readonly string[];
-  readonly response: Readonly<Record<string, JsonSchema>>;
-}
-
-const RESULT_EXTRAS: Record<WritableResource, ResultExtras> = {
-  students: {
-    written: {
-      cohort_id: { ...withNull({ type: 'string', format: 'uuid' }), description: 'The cohort the student is in.' },
-      notes: {
-        type: 'array', items: { type: 'string' },
-        description: 'Present when something was accepted but not applied as sent: `is_alumni` disagrees with `graduation_date`, '
-          + 'or a changed email was recorded as a secondary address.',
-      },
-    },
-    writtenRequired: ['cohort_id'],
-    response: {
-      cohorts_created: { type: 'integer', description: 'Always 0: a student write never creates a cohort.' },
-      invitations_sent: { type: 'integer', description: 'Always 0: no invitation is sent.' },
-    },
-  },
-  cohorts: { written: {}, writtenRequired: [], response: {} },
-};
-
-function batchSchemas(resource: WritableResource): Record<string, JsonSchema> {
-  const shape = WRITE_SHAPES[resource];
-  const names = writeSchemaNames(resource);
-  const extras = RESULT_EXTRAS[resource];
-  const codes = ROW_CODES[resource];
-  const requirements: RowRequirement[] = ['create', 'patch'];
-  return {
-    ...Object.fromEntries(requirements.flatMap((requirement) => [
-      [names.row(requirement), writeRowSchema(shape, requirement)],
-      [names.batch(requirement), {
-        type: 'object',
-        required: [resource],
-        properties: { [resource]: { type: 'array', maxItems: LIMITS.batchRows, items: schemaRef(names.row(requirement)) } },
-      }],
-    ])),
-    [names.written]: {
-      type: 'object',
-      description: 'A row that was written, or matched and left unchanged.',
-      required: [shape.key, 'status', 'id', ...extras.writtenRequired],
-      properties: {
-        [shape.key]: { type: 'string', description: `The \`${shape.key}\` as sent: match results back to your records with it.` },
-        status: { type: 'string', enum: ROW_STATUSES.filter((s) => s !== 'rejected') },
-        id: { type: 'string', format: 'uuid' },
-        ...extras.written,
-      },
-    },
-    [names.rejected]: {
-      type: 'object',
-      description: 'A row that was not written; nothing of it was saved.',
-      required: [shape.key, 'status', 'code', 'message'],
-      properties: {
-        [shape.key]: { type: ['string', 'null'], description: `The \`${shape.key}\` as sent; null when the row carried none (or not a string).` },
-        status: { const: 'rejected' },
-        code: {
-          type: 'string',
-          enum: Object.keys(codes),
-          description: Object.entries(codes).map(([code, when]) => `\`${code}\`: ${when}`).join('\n\n'),
-        },
-        message: { type: 'string' },
-      },
-    },
-    [names.result]: {
-      type: 'object',
-      description: 'HTTP 200 means the batch was processed, not that every row was written: read `results`.',
-      required: ['counts', ...Object.keys(extras.response), 'dropped_fields', 'results'],
-      properties: {
-        counts: schemaRef('BatchCounts'),
-        ...extras.response,
-        dropped_fields: {
-          type: 'array', items: { type: 'string' },
-          description: 'Keys sent in any row that the record does not hold, sorted; they were not saved.',
-        },
-        results: {
-          type: 'array',
-          description: 'One per row sent, in the order sent.',
-          items: { oneOf: [schemaRef(names.written), schemaRef(names.rejected)] },
-        },
-      },
-    },
-  };
-}
-
-const BATCH_COUNTS: JsonSchema = {
-  type: 'object',
-  description: 'Rows per outcome.',
-  required: [...ROW_STATUSES],
-  properties: Object.fromEntries(ROW_STATUSES.map((status) => [status, { type: 'integer', minimum: 0 }])),
-};
-
-function allSchemas(): Record<string, JsonSchema> {
+/** The row schemas of every resource and the filter grammar: what reads return and take. */
+function readSchemas(): Record<string, JsonSchema> {
   const rows = resources.map((resource) => [rowSchemaName(resource), rowSchema(resource)] as const);
   const names = new Set(rows.map(([name]) => name));
   if (names.size !== resources.length) throw new Error('Two resources share a row schema name.');
-  return {
-    ...Object.fromEntries(rows),
-    ...FILTER_SCHEMAS,
-    ...Object.assign({}, ...WRITABLE_RESOURCES.map(batchSchemas)),
-    BatchCounts: BATCH_COUNTS,
-    Me: meResponse,
-    Error: ERROR_SCHEMA,
-  };
+  return { ...Object.fromEntries(rows), ...FILTER_SCHEMAS };
 }
 
-export const SCHEMAS: Readonly<Record<string, JsonSchema>> = allSchemas();
+export const READ_SCHEMAS: Readonly<Record<string, JsonSchema>> = readSchemas();
 
 export const SECURITY_SCHEMES: Record<string, OpenAPIV3_1.SecuritySchemeObject> = {
   bearer: {
