@@ -3,6 +3,7 @@
  * each kind's fields, its filters, and the statements that list a page of them, read one, and
  * return one from its insert, so a create, a list and an item give the same object.
  */
+import { Parameters } from '../db/parameters.ts';
 import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
 import { isRenderedTimestamp, timestampJson } from './timestamps.ts';
@@ -100,15 +101,6 @@ export function recordFields(collection: OperatorCollection): string {
   return Object.entries(OPERATOR_RECORDS[collection].fields).map(([name, sql]) => `${sql} as "${name}"`).join(', ');
 }
 
-/** Binds values to `$n` placeholders in order. */
-class Bindings {
-  readonly values: string[] = [];
-  bind(value: string): string {
-    this.values.push(value);
-    return `$${this.values.length}`;
-  }
-}
-
 interface PageKey {
   readonly createdAt: string;
   readonly id: string;
@@ -150,19 +142,19 @@ export interface Page<C extends OperatorCollection> {
 /** One page of a kind's records, oldest first, with the cursor of the next page when there is one. */
 export async function listRecords<C extends OperatorCollection>(tx: Queryable, collection: C, request: PageRequest<C>): Promise<Page<C>> {
   const kind: RecordKind = OPERATOR_RECORDS[collection];
-  const params = new Bindings();
+  const params = new Parameters();
   const conditions = kind.only ? [kind.only] : [];
   for (const [name, value] of Object.entries(request.filters) as [string, string | undefined][]) {
-    if (value !== undefined) conditions.push(kind.filters[name](params.bind(value)));
+    if (value !== undefined) conditions.push(kind.filters[name](params.add(value)));
   }
   if (request.after !== undefined) {
     const key = decodeCursor(request.after);
-    conditions.push(`(r.created_at, r.id) > (${params.bind(key.createdAt)}::timestamptz, ${params.bind(key.id)}::uuid)`);
+    conditions.push(`(r.created_at, r.id) > (${params.add(key.createdAt)}::timestamptz, ${params.add(key.id)}::uuid)`);
   }
   const where = conditions.length > 0 ? `where ${conditions.join(' and ')}` : '';
   const rows = await tx.query<OperatorRecord<C> & { id: string; created_at: string }>(
     `select ${recordFields(collection)} from ${kind.table} r ${where}
-     order by r.created_at, r.id limit ${params.bind(String(request.limit + 1))}`,
+     order by r.created_at, r.id limit ${params.add(String(request.limit + 1))}`,
     params.values,
   );
   const items = rows.slice(0, request.limit);

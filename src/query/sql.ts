@@ -6,6 +6,7 @@
  * (and a consortium's to its members' shards) instead of asking every shard.
  */
 import { arrayLiteral } from '../db/array-literal.ts';
+import { Parameters } from '../db/parameters.ts';
 import type { ReadMediaType } from './media-types.ts';
 import type { OutputColumn, PlannedCondition, PlannedField, ReadPlan } from './plan.ts';
 import type { ComparisonOperator, FtsOperator, IsValue, Operation } from './syntax.ts';
@@ -13,14 +14,6 @@ import type { ComparisonOperator, FtsOperator, IsValue, Operation } from './synt
 export interface Statement {
   readonly text: string;
   readonly params: readonly string[];
-}
-
-class Parameters {
-  readonly values: string[] = [];
-  add(value: string): string {
-    this.values.push(value);
-    return `$${this.values.length}`;
-  }
 }
 
 const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
