@@ -111,13 +111,31 @@ async function readSingular(tx: Queryable, plan: ReadPlan, tenants: Tenants, hea
   return { rows: 1, total: null, body: head ? null : row.body };
 }
 
-async function readWhole(tx: Queryable, plan: ReadPlan, tenants: Tenants, options: ReadOptions): Promise<ReadResult> {
-  // An exact total is counted in the page's own statement.
+interface PageRow {
+  readonly total: string | null;
+  readonly page_total: number;
+  readonly body: string | null;
+}
+
+/**
+ * A page sent whole. An exact total is counted in the page's own statement, so without an
+ * estimated total the read is one statement, and its transaction one round trip.
+ */
+async function readWhole(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
+  const tenants = scope.universityIds;
   const exactCount = countsExactly(plan, options);
-  const estimated = exactCount ? null : (await totalOf(tx, plan, tenants, options)).total;
   const statement = buildPageStatement(plan, tenants, { exactCount, body: !options.head });
-  const [row] = await tx.query<{ total: string | null; page_total: number; body: string | null }>(statement.text, statement.params);
-  return { rows: row.page_total, total: exactCount ? Number(row.total) : estimated, body: options.head ? null : row.body };
+  const resultOf = (row: PageRow, estimated: number | null): ReadResult =>
+    ({ rows: row.page_total, total: exactCount ? Number(row.total) : estimated, body: options.head ? null : row.body });
+  if (plan.count === null || exactCount) {
+    const [row] = await db.queryAsPartner<PageRow>(scope, statement.text, statement.params, { readOnly: true });
+    return resultOf(row, null);
+  }
+  return db.asPartner(scope, async (tx) => {
+    const estimated = await estimatedTotal(tx, plan, tenants);
+    const [row] = await tx.query<PageRow>(statement.text, statement.params);
+    return resultOf(row, estimated);
+  }, { readOnly: true });
 }
 
 async function measureStreamedPage(tx: Queryable, plan: ReadPlan, tenants: Tenants, options: ReadOptions): Promise<PageSize> {
@@ -228,5 +246,5 @@ export function executeRead(db: Database, scope: Scope, plan: ReadPlan, options:
   const tenants = scope.universityIds;
   if (mediaType === 'singular') return db.asPartner(scope, (tx) => readSingular(tx, plan, tenants, options.head), { readOnly: true });
   if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, mediaType, options);
-  return db.asPartner(scope, (tx) => readWhole(tx, plan, tenants, options), { readOnly: true });
+  return readWhole(db, scope, plan, options);
 }
