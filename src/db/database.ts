@@ -53,8 +53,19 @@ export class Database {
     return this.store.transaction(fn, { ...options, settings: OPERATOR_SETTINGS });
   }
 
-  /** The settings travel in the message that begins the transaction (TransactionOptions.settings). */
+  /**
+   * The settings travel in the message that begins the transaction (TransactionOptions.settings).
+   * On Citus a partner's statement touches one university's shard, or a consortium's few: one
+   * connection per worker serves them. With the default executor pool, a multi-shard page opened
+   * further worker connections under load and closed them at commit (more than
+   * citus.max_cached_conns_per_worker): a consortium's 100-row page at 8 callers went from
+   * 21–26/s to 151–205/s with a pool of one (bench/read-page.ts data, 20,000 students).
+   */
   partnerSettings(scope: Scope): string {
-    return settingsSql('pds_app', { 'pds.scope': scopeSetting(scope), statement_timeout: String(Math.trunc(this.statementTimeoutMs)) });
+    return settingsSql('pds_app', {
+      'pds.scope': scopeSetting(scope),
+      statement_timeout: String(Math.trunc(this.statementTimeoutMs)),
+      'citus.max_adaptive_executor_pool_size': '1',
+    });
   }
 }

@@ -13,7 +13,7 @@ import { LIMITS } from '../limits.ts';
 import type { ReadMediaType } from './media-types.ts';
 import type { ReadPlan } from './plan.ts';
 import {
-  PAGE_CURSOR, type Tenants, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
+  PAGE_CURSOR, type Tenants, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageRowsStatement, buildPageStatement, buildPlannedCountStatement,
 } from './sql.ts';
 
 /** Pages up to this many rows are built as one text; larger ones are streamed. */
@@ -118,11 +118,24 @@ interface PageRow {
 }
 
 /**
+ * What json_agg writes between two elements: the page framed here reads byte for byte as the
+ * one PostgreSQL aggregates.
+ */
+const JSON_AGG_SEPARATOR = ', ';
+
+/**
  * A page sent whole. An exact total is counted in the page's own statement, so without an
- * estimated total the read is one statement, and its transaction one round trip.
+ * estimated total the read is one statement, and its transaction one round trip. A JSON page
+ * without a total over several universities comes as one row per object (buildPageRowsStatement:
+ * on Citus, one task per shard and no subplan) and is put in its array here.
  */
 async function readWhole(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
   const tenants = scope.universityIds;
+  if (plan.count === null && plan.mediaType === 'json' && tenants.length > 1) {
+    const statement = buildPageRowsStatement(plan, tenants);
+    const rows = await db.queryAsPartner<{ row: string }>(scope, statement.text, statement.params, { readOnly: true });
+    return { rows: rows.length, total: null, body: options.head ? null : `[${rows.map((r) => r.row).join(JSON_AGG_SEPARATOR)}]` };
+  }
   const exactCount = countsExactly(plan, options);
   const statement = buildPageStatement(plan, tenants, { exactCount, body: !options.head });
   const resultOf = (row: PageRow, estimated: number | null): ReadResult =>
