@@ -1,13 +1,16 @@
 /**
- * The read path against the bare driver: the same statement the service builds, run by
- * postgres.js at the same concurrency, versus the whole service over HTTP.
+ * The cheap and filtered pages through the service over HTTP against their hand-written floors
+ * (bench/read-floor.ts) serving the same statement, each loaded by the same HTTP client at the
+ * same concurrency in the same run: the statement alone (no role, no scope), and the statement in
+ * the same role-and-scope transaction as the service's.
  */
-import postgres from 'postgres';
+import { Database } from '../src/db/database.ts';
+import { DEFAULT_STATEMENT_TIMEOUT_MS } from '../src/db/store.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { planRead } from '../src/query/plan.ts';
 import { buildPageStatement } from '../src/query/sql.ts';
 import { resourcesByName } from '../src/resources/registry.ts';
-import { type BenchDatabase, type Throughput, closedLoop, describeThroughput, httpLoad, startService } from './support.ts';
+import { type BenchDatabase, type Throughput, closedLoop, describeThroughput, httpLoad, startProgram, startService } from './support.ts';
 
 /** Whose token reads: the demo's first university, or the consortium of the first three. */
 type Reader = 'university' | 'consortium';
@@ -18,42 +21,69 @@ export const READ_PAGES: readonly { label: string; reader: Reader; query: string
   { label: 'filtered, ordered 100, consortium', reader: 'consortium', query: 'select=id,email,first_name,last_name,graduation_date&last_name=in.(Smith,Kim,Patel)&is_alumni=is.false&order=last_name,first_name&limit=100' },
 ];
 
+/** A page the floor serves: the service's statement for it, and the settings of the reader's scope. */
+export interface FloorPage {
+  readonly text: string;
+  readonly params: readonly string[];
+  /** The SET LOCAL statements the service begins the reader's transactions with (src/db/database.ts). */
+  readonly settings: string;
+}
+
+export const READ_FLOOR_BANNER = 'Read floor on';
+
 export interface ReadPageResult {
-  bare: Throughput;
+  /** The floor running the statement alone. */
+  unscoped: Throughput;
+  /** The floor running it in the service's role-and-scope transaction. */
+  scoped: Throughput;
   api: Throughput;
   /** The service with one connection: latency without the queueing of a saturated machine. */
   alone: Throughput;
 }
 
-/** A database to read from, and the port of the service started on it. */
+/** A database to read from, and the ports of the service and of the floor started on it. */
 export interface ReadTarget {
   server: string;
   bench: BenchDatabase;
   port: number;
+  floorPort: number;
 }
+
+const ratio = (x: number) => `×${x.toFixed(2)}`;
 
 /**
  * Each page of READ_PAGES by its label, per target's server. Every page runs on each target in
  * turn before the next page, so that on a shared machine the targets meet much the same load.
  */
 export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Map<string, Map<string, ReadPageResult>>> {
-  const started = await Promise.all(targets.map(async ({ server, bench, port }) => {
+  const plans = READ_PAGES.map((page) => planRead(resourcesByName.get('students')!, parseReadRequest({ queryString: page.query, method: 'GET' })));
+  const started = await Promise.all(targets.map(async ({ server, bench, port, floorPort }) => {
     const { consortium, universities } = bench.demo;
     // The consortium token reads its members: the data set's first three universities (src/db/demo-data.ts).
     const readers: Record<Reader, { token: string; universityIds: string[] }> = {
       university: { token: universities[0].read_token, universityIds: [universities[0].id] },
       consortium: { token: consortium.read_token, universityIds: universities.slice(0, 3).map((u) => u.id) },
     };
-    return { server, readers, service: await startService(bench.url, port), driver: postgres(bench.url, { max: 10, onnotice: () => {} }) };
+    // The service's own statement and settings, with the statement timeout it runs with by default.
+    const settingsOf = new Database(bench.store, DEFAULT_STATEMENT_TIMEOUT_MS);
+    const floorPages: FloorPage[] = READ_PAGES.map((page, i) => {
+      const scope = readers[page.reader];
+      const statement = buildPageStatement(plans[i], scope.universityIds, { exactCount: false, body: true });
+      return { ...statement, settings: settingsOf.partnerSettings(scope) };
+    });
+    const [service, floor] = await Promise.all([
+      startService(bench.url, port),
+      startProgram('bench/read-floor.ts', floorPort, READ_FLOOR_BANNER, { DATABASE_URL: bench.url, READ_FLOOR_PAGES: JSON.stringify(floorPages) }),
+    ]);
+    return { server, readers, service, floor };
   }));
   const results = new Map(targets.map((t) => [t.server, new Map<string, ReadPageResult>()]));
   try {
-    for (const page of READ_PAGES) {
-      const plan = planRead(resourcesByName.get('students')!, parseReadRequest({ queryString: page.query, method: 'GET' }));
-      for (const { server, readers, service, driver } of started) {
+    for (const [index, page] of READ_PAGES.entries()) {
+      for (const { server, readers, service, floor } of started) {
         const reader = readers[page.reader];
-        const statement = buildPageStatement(plan, reader.universityIds, { exactCount: false, body: true });
-        const bare = await closedLoop(() => driver.unsafe(statement.text, statement.params as string[], { prepare: true }));
+        const unscoped = await httpLoad({ url: `${floor.baseUrl}/unscoped/${index}` });
+        const scoped = await httpLoad({ url: `${floor.baseUrl}/scoped/${index}` });
         const request = { url: `${service.baseUrl}/v1/students?${page.query}`, headers: { authorization: `Bearer ${reader.token}` } };
         const api = await httpLoad(request);
         // Timed here rather than by autocannon, whose latencies are whole milliseconds.
@@ -63,16 +93,17 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
           await response.arrayBuffer();
         }, 1);
         console.log(`\n  GET /v1/students?${page.query}  (${page.label}, on ${server}, 32 connections)`);
-        console.log(`  ${describeThroughput('bare driver, same SQL', bare)}`);
+        console.log(`  ${describeThroughput('floor: the statement alone', unscoped)}`);
+        console.log(`  ${describeThroughput('floor: in the role-and-scope transaction', scoped)}`);
         console.log(`  ${describeThroughput('service over HTTP', api)}`);
         console.log(`  ${describeThroughput('service over HTTP, 1 connection', alone)}`);
-        console.log(`  ratio service / bare driver: ${(api.perSecond / bare.perSecond).toFixed(2)}`);
-        results.get(server)!.set(page.label, { bare, api, alone });
+        console.log(`  service / floor alone ${ratio(api.perSecond / unscoped.perSecond)} (aim ≥ ×0.80), / floor in transaction ${ratio(api.perSecond / scoped.perSecond)}; service p99 / p50 ${ratio(api.p99Ms / api.p50Ms)} (aim ≤ ×2)`);
+        results.get(server)!.set(page.label, { unscoped, scoped, api, alone });
       }
     }
   } finally {
-    await Promise.all(started.map(async ({ service, driver }) => {
-      await driver.end();
+    await Promise.all(started.map(async ({ service, floor }) => {
+      await floor.stop();
       await service.stop();
     }));
   }

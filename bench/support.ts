@@ -63,14 +63,19 @@ export interface ServiceProcess {
 }
 
 export async function startService(databaseUrl: string, port: number): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: {
-      ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'warn',
-      PDS_READ_LIMIT_PER_MIN: '100000000', PDS_WRITE_LIMIT_PER_MIN: '100000000',
-      // Throughput, not load shedding: 32 concurrent one-second offset pages on 10 connections
-      // wait longer than the default 2 s for a connection, and the default answers those 503.
-      PDS_DB_POOL_WAIT_MS: '30000',
-    },
+  return startProgram('src/main.ts', port, 'Partner data service on', {
+    DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn',
+    PDS_READ_LIMIT_PER_MIN: '100000000', PDS_WRITE_LIMIT_PER_MIN: '100000000',
+    // Throughput, not load shedding: 32 concurrent one-second offset pages on 10 connections
+    // wait longer than the default 2 s for a connection, and the default answers those 503.
+    PDS_DB_POOL_WAIT_MS: '30000',
+  });
+}
+
+/** A program of this repository as a process of its own serving on `port`, once it wrote `banner` on standard error. */
+export async function startProgram(script: string, port: number, banner: string, env: Record<string, string>): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   // The banner comes on standard error, which is shown as before.
@@ -80,7 +85,7 @@ export async function startService(databaseUrl: string, port: number): Promise<S
     process.stderr.write(chunk);
   });
   const baseUrl = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200 && !output.includes('Partner data service on'); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 200 && !output.includes(banner); i++) await new Promise((r) => setTimeout(r, 100));
   return {
     baseUrl, child,
     async stop() {

@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { type PlanNode, plannedRows } from '../src/query/execute.ts';
 import { planRead } from '../src/query/plan.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
-import { buildCountStatement, buildPageStatement, buildPlannedCountStatement } from '../src/query/sql.ts';
+import { type Statement, buildCountStatement, buildPageRowsStatement, buildPageStatement, buildPlannedCountStatement } from '../src/query/sql.ts';
 import { resourcesByName } from '../src/resources/registry.ts';
 import { Harness, storeBackends } from './support/harness.ts';
 
@@ -47,6 +47,17 @@ if (storeBackends().includes('citus')) {
       const [row] = await h.db.asPartner({ universityIds: [members[0]] }, (tx) =>
         tx.query<{ 'QUERY PLAN': [{ Plan: { 'Distributed Query': { Job: { 'Task Count': number } } } }] }>(`explain (format json) ${statement.text}`, statement.params));
       assert.equal(row['QUERY PLAN'][0].Plan['Distributed Query'].Job['Task Count'], 1);
+    });
+
+    test("a consortium's page runs on its shards and is merged on the coordinator, with no subplan materialised first", async () => {
+      const plan = planOf('select=id,email&order=id&limit=100');
+      const explained = (statement: Statement) => h.db.asPartner({ universityIds: members }, async (tx) =>
+        (await tx.query<{ 'QUERY PLAN': string }>(`explain ${statement.text}`, statement.params)).map((row) => row['QUERY PLAN']).join('\n'));
+      const rows = await explained(buildPageRowsStatement(plan, members));
+      assert.doesNotMatch(rows, /Distributed Subplan/);
+      assert.match(rows, /Task Count: [1-9]/);
+      // The aggregated form, which the service sends for one university (one task), is the one Citus plans in two steps here.
+      assert.match(await explained(buildPageStatement(plan, members, { exactCount: false, body: true })), /Distributed Subplan/);
     });
 
     test('a query naming no university, run through the service under a scope, returns that scope\'s rows only', async () => {

@@ -9,7 +9,7 @@ import { READ_MEDIA_TYPES, type ReadMediaType } from '../src/query/media-types.t
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { planRead } from '../src/query/plan.ts';
 import {
-  type Statement, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
+  type Statement, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageRowsStatement, buildPageStatement, buildPlannedCountStatement,
 } from '../src/query/sql.ts';
 import { resourcesByName } from '../src/resources/registry.ts';
 
@@ -43,6 +43,7 @@ describe('statements reference exactly the parameters they send', () => {
           assertParametersMatch(buildCountStatement(plan, tenants, 10));
           assertParametersMatch(buildPlannedCountStatement(plan, tenants));
           assertParametersMatch(buildCursorStatement(plan, tenants));
+          assertParametersMatch(buildPageRowsStatement(plan, tenants));
         }
         assertParametersMatch(buildCsvHeaderStatement(plan));
       });

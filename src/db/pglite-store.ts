@@ -91,17 +91,18 @@ export async function openPgliteStore(options: PgliteOptions): Promise<Store & {
   const db = await PGlite.create({ dataDir: options.dataDir, loadDataDir: options.loadDataDir, serializers: { 16: String } });
   const base = queryableOf(db);
   const gate = new SessionGate(options.waitMs);
+  const transaction: Store['transaction'] = (fn, transactionOptions = {}) => gate.run(() => db.transaction(async (tx) => {
+    const preamble = transactionPreamble(transactionOptions);
+    if (preamble) await tx.exec(`set transaction ${preamble}`);
+    if (transactionOptions.settings) await tx.exec(transactionOptions.settings);
+    return fn(queryableOf(tx));
+  }));
   return {
     query: (text, params) => gate.run(() => base.query(text, params)),
     exec: (text) => gate.run(() => base.exec(text)),
     firstColumn: (text) => gate.run(() => base.firstColumn(text)),
-    async transaction(fn, transactionOptions = {}) {
-      return gate.run(() => db.transaction(async (tx) => {
-        const preamble = transactionPreamble(transactionOptions);
-        if (preamble) await tx.exec(`set transaction ${preamble}`);
-        return fn(queryableOf(tx));
-      }));
-    },
+    transaction,
+    queryInTransaction: (text, params, transactionOptions) => transaction((tx) => tx.query(text, params), transactionOptions),
     poolStats: () => gate.stats(),
     async close() {
       if (!db.closed) await db.close();

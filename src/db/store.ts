@@ -22,6 +22,11 @@ export interface TransactionOptions {
   readOnly?: boolean;
   /** Replaces the store-wait budget (StoreTimeouts.storeWaitMs) for this transaction, e.g. for migrations. */
   storeWaitMs?: number;
+  /**
+   * SET LOCAL statements (src/db/database.ts) run right after BEGIN, in the message that begins
+   * the transaction: one message and one answer for both where the server allows it.
+   */
+  settings?: string;
 }
 
 /** How busy the store's connections are right now (the metrics read it at each scrape). */
@@ -34,6 +39,12 @@ export interface PoolStats {
 
 export interface Store extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * One parameterised statement in a transaction of its own. The whole transaction (BEGIN with
+   * its settings, the statement, COMMIT) is sent at once and costs one round trip. A failure is
+   * the first one in that order: a setting refused is the cause of the statement's failure.
+   */
+  queryInTransaction<T = Row>(text: string, params: readonly (string | null)[], options?: TransactionOptions): Promise<T[]>;
   poolStats(): PoolStats;
   close(): Promise<void>;
 }
@@ -130,6 +141,12 @@ export function transactionPreamble(options: TransactionOptions): string {
     options.readOnly ? 'read only' : '',
   ].filter(Boolean);
   return modes.join(' ');
+}
+
+/** BEGIN with the transaction's modes, then its settings: several statements for one simple-protocol message. */
+export function beginSql(options: TransactionOptions): string {
+  const begin = `begin ${transactionPreamble(options)}`;
+  return options.settings ? `${begin}; ${options.settings}` : begin;
 }
 
 /** Opens the backend the settings name: a server when a URL is given, else PGlite in `dataDir`. */

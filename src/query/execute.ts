@@ -13,7 +13,7 @@ import { LIMITS } from '../limits.ts';
 import type { ReadMediaType } from './media-types.ts';
 import type { ReadPlan } from './plan.ts';
 import {
-  PAGE_CURSOR, type Tenants, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageStatement, buildPlannedCountStatement,
+  PAGE_CURSOR, type Tenants, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageRowsStatement, buildPageStatement, buildPlannedCountStatement,
 } from './sql.ts';
 
 /** Pages up to this many rows are built as one text; larger ones are streamed. */
@@ -111,13 +111,44 @@ async function readSingular(tx: Queryable, plan: ReadPlan, tenants: Tenants, hea
   return { rows: 1, total: null, body: head ? null : row.body };
 }
 
-async function readWhole(tx: Queryable, plan: ReadPlan, tenants: Tenants, options: ReadOptions): Promise<ReadResult> {
-  // An exact total is counted in the page's own statement.
+interface PageRow {
+  readonly total: string | null;
+  readonly page_total: number;
+  readonly body: string | null;
+}
+
+/**
+ * What json_agg writes between two elements: the page framed here reads byte for byte as the
+ * one PostgreSQL aggregates.
+ */
+const JSON_AGG_SEPARATOR = ', ';
+
+/**
+ * A page sent whole. An exact total is counted in the page's own statement, so without an
+ * estimated total the read is one statement, and its transaction one round trip. A JSON page
+ * without a total over several universities comes as one row per object (buildPageRowsStatement:
+ * on Citus, one task per shard and no subplan) and is put in its array here.
+ */
+async function readWhole(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
+  const tenants = scope.universityIds;
+  if (plan.count === null && plan.mediaType === 'json' && tenants.length > 1) {
+    const statement = buildPageRowsStatement(plan, tenants);
+    const rows = await db.queryAsPartner<{ row: string }>(scope, statement.text, statement.params, { readOnly: true });
+    return { rows: rows.length, total: null, body: options.head ? null : `[${rows.map((r) => r.row).join(JSON_AGG_SEPARATOR)}]` };
+  }
   const exactCount = countsExactly(plan, options);
-  const estimated = exactCount ? null : (await totalOf(tx, plan, tenants, options)).total;
   const statement = buildPageStatement(plan, tenants, { exactCount, body: !options.head });
-  const [row] = await tx.query<{ total: string | null; page_total: number; body: string | null }>(statement.text, statement.params);
-  return { rows: row.page_total, total: exactCount ? Number(row.total) : estimated, body: options.head ? null : row.body };
+  const resultOf = (row: PageRow, estimated: number | null): ReadResult =>
+    ({ rows: row.page_total, total: exactCount ? Number(row.total) : estimated, body: options.head ? null : row.body });
+  if (plan.count === null || exactCount) {
+    const [row] = await db.queryAsPartner<PageRow>(scope, statement.text, statement.params, { readOnly: true });
+    return resultOf(row, null);
+  }
+  return db.asPartner(scope, async (tx) => {
+    const estimated = await estimatedTotal(tx, plan, tenants);
+    const [row] = await tx.query<PageRow>(statement.text, statement.params);
+    return resultOf(row, estimated);
+  }, { readOnly: true });
 }
 
 async function measureStreamedPage(tx: Queryable, plan: ReadPlan, tenants: Tenants, options: ReadOptions): Promise<PageSize> {
@@ -228,5 +259,5 @@ export function executeRead(db: Database, scope: Scope, plan: ReadPlan, options:
   const tenants = scope.universityIds;
   if (mediaType === 'singular') return db.asPartner(scope, (tx) => readSingular(tx, plan, tenants, options.head), { readOnly: true });
   if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, mediaType, options);
-  return db.asPartner(scope, (tx) => readWhole(tx, plan, tenants, options), { readOnly: true });
+  return readWhole(db, scope, plan, options);
 }

@@ -103,9 +103,8 @@ function outputSql(output: OutputColumn, params: Parameters): string {
   return output.cast ? `CAST(${value} AS ${output.cast})` : value;
 }
 
-/** The page's rows as columns c0…cn. */
-function pageSql(plan: ReadPlan, tenants: Tenants, params: Parameters): string {
-  const columns = plan.output.map((o, i) => `${outputSql(o, params)} AS c${i}`).join(', ');
+/** The page's rows, as columns c0…cn unless `columns` says what each row is. */
+function pageSql(plan: ReadPlan, tenants: Tenants, params: Parameters, columns = plan.output.map((o, i) => `${outputSql(o, params)} AS c${i}`).join(', ')): string {
   const from = ` FROM ${quoteIdentifier(plan.resource.relation)}`;
   const where = whereSql(plan, tenants, params);
   const order = orderSql(plan, params);
@@ -189,6 +188,19 @@ export function buildPageStatement(plan: ReadPlan, tenants: Tenants, options: { 
     text: `WITH pds_page AS (${page}) SELECT ${total} AS total, count(*)::integer AS page_total, ${body} AS body FROM pds_page`,
     params: params.values,
   };
+}
+
+/**
+ * A JSON page without a total as one row per object, `row`, for the caller to put in an array.
+ * A LIMIT inside a subquery (buildPageStatement's CTE) over several shards is planned by Citus as
+ * a subplan whose rows are materialised on the coordinator before the JSON is built; a top-level
+ * ORDER BY … LIMIT is run on each shard and merged (EXPLAIN: one job of one task per shard, no
+ * Distributed Subplan), and each shard builds its rows' JSON.
+ */
+export function buildPageRowsStatement(plan: ReadPlan, tenants: Tenants): Statement {
+  const params = new Parameters();
+  const row = `json_build_object(${plan.output.map((o) => `${params.add(o.key)}::text, ${outputSql(o, params)}`).join(', ')})::text AS row`;
+  return { text: pageSql(plan, tenants, params, row), params: params.values };
 }
 
 /** The filtered rows counted, optionally stopping at `cap` rows. */

@@ -1,0 +1,47 @@
+/**
+ * The hand-written floors of the read benchmark (issue 13): what a capable engineer would write
+ * by hand to serve the same page, node:http and postgres.js with nothing else, run as a process of
+ * its own like the service and loaded by the same HTTP client. bench/read-page.ts starts it with
+ * the pages to serve (READ_FLOOR_PAGES: the service's own statement for each, and the settings of
+ * its scope), one per path:
+ *
+ *   GET /unscoped/<n>  the page's statement alone: one prepared statement, no role, no scope;
+ *   GET /scoped/<n>    the same statement in the transaction the service runs it in (role, scope,
+ *                      statement timeout as SET LOCAL), written with postgres.js's own
+ *                      transaction (`sql.begin`), the settings and the statement pipelined.
+ *
+ * Neither authenticates, counts requests, parses a query string nor plans: the floor is the
+ * database's work and the bytes to the socket.
+ */
+import http from 'node:http';
+import postgres from 'postgres';
+import { type FloorPage, READ_FLOOR_BANNER } from './read-page.ts';
+
+const pages = JSON.parse(process.env.READ_FLOOR_PAGES!) as FloorPage[];
+// As many connections as the service's pool (PDS_DB_MAX_CONNECTIONS, default 10).
+const sql = postgres(process.env.DATABASE_URL!, { max: 10, onnotice: () => {}, fetch_types: false });
+
+type Body = { body: string }[];
+
+const serve: Record<string, (page: FloorPage) => Promise<Body>> = {
+  unscoped: (page) => sql.unsafe<Body>(page.text, page.params as string[], { prepare: true }),
+  scoped: async (page) => {
+    const [, rows] = await sql.begin('read only', (tx) => [tx.unsafe(page.settings), tx.unsafe<Body>(page.text, page.params as string[], { prepare: true })]);
+    return rows;
+  },
+};
+
+const server = http.createServer((request, response) => {
+  const [, kind, index] = (request.url ?? '').split('/');
+  const page = pages[Number(index)];
+  const run = serve[kind];
+  if (!page || !run) {
+    response.writeHead(404).end();
+    return;
+  }
+  run(page).then(
+    ([row]) => response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(row.body),
+    (error: Error) => response.writeHead(500).end(error.message),
+  );
+});
+server.listen(Number(process.env.PORT), '127.0.0.1', () => console.error(`${READ_FLOOR_BANNER} ${process.env.PORT}`));

@@ -1,0 +1,63 @@
+/**
+ * Store.queryInTransaction: BEGIN with its settings, the statement and COMMIT sent at once. A
+ * failure is answered as its own error (the statement's, or the setting's that caused it), the
+ * settings end with the transaction, and the session comes back idle for the next caller.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Database } from '../src/db/database.ts';
+import type { Store } from '../src/db/store.ts';
+import { type TestStore, openTestStore, storeBackends } from './support/harness.ts';
+
+const SCOPE = { universityIds: ['8a1c1f4e-6a55-4c1b-9d3e-2f0b5a7c9e11'] };
+
+for (const backend of storeBackends()) {
+  describe(`one statement in a transaction of its own on ${backend}`, () => {
+    let testStore: TestStore;
+    let store: Store;
+    let db: Database;
+    before(async () => {
+      testStore = await openTestStore(backend);
+      store = testStore.store;
+      db = new Database(store, 5_000);
+    });
+    after(() => testStore.drop());
+
+    /** The session's state between transactions: no open transaction, no setting left over. */
+    const idleSession = async () => {
+      const [row] = await store.query<{ scope: string | null; role: string }>(
+        `select nullif(current_setting('pds.scope', true), '') as scope, current_user as role`);
+      return row;
+    };
+
+    test('runs the statement under the settings, and they end with the transaction', async () => {
+      const [row] = await db.queryAsPartner<{ scope: string; role: string; read_only: string; echo: string }>(SCOPE,
+        `select current_setting('pds.scope') as scope, current_user as role, current_setting('transaction_read_only') as read_only, $1::text as echo`,
+        ['x'], { readOnly: true });
+      assert.deepEqual({ ...row }, { scope: SCOPE.universityIds[0], role: 'pds_app', read_only: 'on', echo: 'x' });
+      const idle = await idleSession();
+      assert.equal(idle.scope, null);
+      assert.notEqual(idle.role, 'pds_app');
+    });
+
+    test('a failing statement answers its own error, and the session is idle after it', async () => {
+      for (let i = 0; i < 3; i++) {
+        await assert.rejects(db.queryAsPartner(SCOPE, 'select $1::integer', ['not a number']), { code: '22P02' });
+        // An aborted transaction left open would answer 25P02 here; a leftover role, pds_app.
+        const idle = await idleSession();
+        assert.equal(idle.scope, null);
+        assert.notEqual(idle.role, 'pds_app');
+      }
+    });
+
+    test('a setting refused is the error seen, not the aborted statement after it', async () => {
+      await assert.rejects(store.queryInTransaction('select 1', [], { settings: 'set local role pds_no_such_role' }), { code: '22023' });
+      assert.deepEqual({ ...(await store.query('select 1 as one'))[0] }, { one: 1 });
+    });
+
+    test('a read-only transaction refuses a write', async () => {
+      await assert.rejects(db.queryAsPartner(SCOPE, 'insert into tenants (university_id) values ($1)', [SCOPE.universityIds[0]], { readOnly: true }), { code: '25006' });
+      assert.deepEqual({ ...(await store.query('select 1 as one'))[0] }, { one: 1 });
+    });
+  });
+}
