@@ -52,17 +52,20 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
   const externalIds = [...new Set(rows.flatMap((r) => (r.externalId ? [r.externalId] : [])))];
   const cohortNames = arrayLiteral([...new Set(rows.flatMap((r) => (r.cohortName ? [r.cohortName] : [])))]);
 
-  // The students a batch names, by each way of matching: one index lookup per key.
+  // The students a batch names, by each way of matching: each branch is an index scan of the
+  // university's unique keys for the whole array (`= any`), a plan that needs no statistics. A
+  // join of unnest(…) to the table was planned, on PGlite's never-analysed tables, as a loop
+  // over every student of the university per branch (measured: 200-330 ms for 500 rows).
   const students = await tx.query<StudentRecordRow>(
-    `select ${STUDENT_COLUMNS}, null::text as secondary_email
-       from unnest($2::text[]) as x(email) join students s on s.email = x.email and s.university_id = $1 ${STUDENT_COHORT}
+    `select ${STUDENT_COLUMNS}, null::text as secondary_email from students s ${STUDENT_COHORT}
+       where s.university_id = $1 and s.email = any($2::text[])
      union all
-     select ${STUDENT_COLUMNS}, null from unnest($3::text[]) as x(external_id)
-       join students s on s.university_id = $1 and s.external_id = x.external_id ${STUDENT_COHORT}
+     select ${STUDENT_COLUMNS}, null from students s ${STUDENT_COHORT}
+       where s.university_id = $1 and s.external_id = any($3::text[])
      union all
-     select ${STUDENT_COLUMNS}, se.email from unnest($2::text[]) as x(email)
-       join secondary_emails se on se.email = x.email and se.university_id = $1
-       join students s on s.university_id = se.university_id and s.id = se.student_id ${STUDENT_COHORT}`,
+     select ${STUDENT_COLUMNS}, se.email from secondary_emails se
+       join students s on s.university_id = se.university_id and s.id = se.student_id ${STUDENT_COHORT}
+       where se.university_id = $1 and se.email = any($2::text[])`,
     [universityId, emails, arrayLiteral(externalIds)],
   );
   const matchedEmails = new Set(students.map((s) => s.secondary_email ?? s.email));
