@@ -105,7 +105,8 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
       const state = await loadStudentState(tx, universityId, pending);
       const decisions = decideStudentBatch(pending, state, context);
       const changes = decisions.filter(isChange);
-      const applied = await inSavepoint(tx, RACE_SQLSTATES, () => applyStudentChanges(tx, universityId, changes));
+      // Nothing to write, nothing to race for: a replay sends no savepoint.
+      const applied = changes.length === 0 ? { ok: new Set<number>() } : await inSavepoint(tx, RACE_SQLSTATES, () => applyStudentChanges(tx, universityId, changes));
       const lost = 'ok' in applied ? applied.ok : new Set(changes.map((c) => c.row.index));
       for (const d of decisions) if (!lost.has(d.row.index)) results[d.row.index] = studentResult(d);
       return lost;
