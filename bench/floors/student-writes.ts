@@ -38,6 +38,10 @@ interface FoundStudent {
   graduation_date: string | null;
 }
 
+const STATE_COLUMNS = `s.id, s.email, s.external_id, s.first_name, s.last_name, s.phone, s.graduation_date::text,
+  s.is_alumni, s.cohort_id, c.end_date::text as cohort_end_date`;
+const STATE_COHORT = 'left join cohorts c on c.university_id = s.university_id and c.id = s.cohort_id';
+
 const today = () => new Date().toISOString().slice(0, 10);
 
 /** The same settings the service sends for a partner transaction (src/db/database.ts). */
@@ -49,21 +53,20 @@ async function lockAndRead(tx: Queryable, universityId: string, rows: readonly B
   const [, , students, cohorts] = await Promise.all([
     tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true)`),
     tx.query(`insert into tenants (university_id) values ($1::uuid) on conflict (university_id) do update set university_id = excluded.university_id`, [universityId]),
+    // The state the service reads (src/writes/student-store.ts): every field a row may change, to tell an unchanged row.
     tx.query<FoundStudent>(
-      `select s.id, s.email, s.is_alumni, s.graduation_date::text from students s where s.university_id = $1 and s.email = any($2::text[])
+      `select ${STATE_COLUMNS}, null::text as secondary_email from students s ${STATE_COHORT}
+         where s.university_id = $1 and (s.email = any($2::text[]) or s.external_id = any($3::text[]))
        union all
-       select s.id, s.email, s.is_alumni, s.graduation_date::text from students s where s.university_id = $1 and s.external_id = any($3::text[])
-       union all
-       select s.id, se.email, s.is_alumni, s.graduation_date::text from secondary_emails se
-         join students s on s.university_id = se.university_id and s.id = se.student_id
+       select ${STATE_COLUMNS}, se.email from secondary_emails se
+         join students s on s.university_id = se.university_id and s.id = se.student_id ${STATE_COHORT}
          where se.university_id = $1 and se.email = any($2::text[])`,
       [universityId, emails, arrayLiteral(rows.flatMap((r) => (r.external_id ? [r.external_id] : [])))]),
     tx.query<{ id: string; name: string; end_date: string }>(
       'select id, name, end_date::text from cohorts where university_id = $1 and name = any($2::text[])',
       [universityId, arrayLiteral([...new Set(rows.map((r) => r.cohort_name))])]),
   ]);
-  // A student found by address and by number comes back once for each.
-  return { students: [...new Map(students.map((s) => [s.id, s])).values()], cohortByName: new Map(cohorts.map((c) => [c.name, c])) };
+  return { students, cohortByName: new Map(cohorts.map((c) => [c.name, c])) };
 }
 
 async function putNewStudents(tx: Queryable, universityId: string, rows: readonly BenchStudent[]): Promise<number> {
