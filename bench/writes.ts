@@ -80,23 +80,39 @@ async function prepareWrites(store: Store) {
   };
   type Counts = { counts: Record<string, number> };
 
-  /** One round: each kind of batch once through the service and once through its floor, each on new addresses. */
-  const round = async (): Promise<Record<WriteKind, { service: number; floor: number }>> => {
-    const viaService = newRows();
-    const viaFloor = newRows();
-    const [put, created] = await timed(() => send(serviceUrl, 'PUT', auth, viaService) as Promise<Counts>);
-    expect('service PUT created', created.counts.created);
-    const [putFloor, floorCreated] = await timed(() => send(`${floors.baseUrl}/put`, 'PUT', {}, viaFloor) as Promise<{ count: number }>);
-    expect('floor PUT created', floorCreated.count);
-    const [replay, unchanged] = await timed(() => send(serviceUrl, 'PUT', auth, viaService) as Promise<Counts>);
-    expect('service replay unchanged', unchanged.counts.unchanged);
-    const [replayFloor, floorFound] = await timed(() => send(`${floors.baseUrl}/replay`, 'PUT', {}, viaFloor) as Promise<{ count: number }>);
-    expect('floor replay found', floorFound.count);
-    const [patch, updated] = await timed(() => send(serviceUrl, 'PATCH', auth, moves(viaService)) as Promise<Counts>);
-    expect('service PATCH updated', updated.counts.updated);
-    const [patchFloor, floorMoved] = await timed(() => send(`${floors.baseUrl}/patch`, 'PATCH', {}, moves(viaFloor)) as Promise<{ count: number }>);
-    expect('floor PATCH moved', floorMoved.count);
-    return { put: { service: put, floor: putFloor }, replay: { service: replay, floor: replayFloor }, patch: { service: patch, floor: patchFloor } };
+  /**
+   * One round: each kind of batch once through the service and once through its floor, each on
+   * addresses of its own; which of the two goes first alternates from round to round, so that
+   * neither always follows the other's garbage or its writes.
+   */
+  const round = async (index: number): Promise<WriteTimes> => {
+    const rows = { service: newRows(), floor: newRows() };
+    const sends: Record<WriteKind, Record<'service' | 'floor', () => Promise<number>>> = {
+      put: {
+        service: async () => ((await send(serviceUrl, 'PUT', auth, rows.service)) as Counts).counts.created,
+        floor: async () => ((await send(`${floors.baseUrl}/put`, 'PUT', {}, rows.floor)) as { count: number }).count,
+      },
+      replay: {
+        service: async () => ((await send(serviceUrl, 'PUT', auth, rows.service)) as Counts).counts.unchanged,
+        floor: async () => ((await send(`${floors.baseUrl}/replay`, 'PUT', {}, rows.floor)) as { count: number }).count,
+      },
+      patch: {
+        service: async () => ((await send(serviceUrl, 'PATCH', auth, moves(rows.service))) as Counts).counts.updated,
+        floor: async () => ((await send(`${floors.baseUrl}/patch`, 'PATCH', {}, moves(rows.floor))) as { count: number }).count,
+      },
+    };
+    const times = {} as WriteTimes;
+    for (const kind of KINDS) {
+      const order = index % 2 === 0 ? (['service', 'floor'] as const) : (['floor', 'service'] as const);
+      const measured = { service: 0, floor: 0 };
+      for (const via of order) {
+        const [ms, rowsDone] = await timed(sends[kind][via]);
+        expect(`${via} ${kind}`, rowsDone);
+        measured[via] = ms;
+      }
+      times[kind] = measured;
+    }
+    return times;
   };
   return { round, close: async () => Promise.all([app.close(), floors.close()]) };
 }
@@ -110,7 +126,7 @@ export async function benchWrites(stores: readonly { label: string; store: Store
   try {
     for (let round = 0; round <= ROUNDS; round++) {
       for (const target of prepared) {
-        const times = await target.writes.round();
+        const times = await target.writes.round(round);
         if (round > 0) target.rounds.push(times);
       }
     }
