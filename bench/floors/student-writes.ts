@@ -81,7 +81,13 @@ async function putNewStudents(tx: Queryable, universityId: string, rows: readonl
   ]);
   type Fresh = (typeof fresh)[number];
   const claims = valuesList<Fresh>([{ name: 'email_hash', type: 'text', value: (r) => r.hash }], [...fresh].sort((a, b) => (a.hash < b.hash ? -1 : 1)), 2, ['$1::uuid', `'student'`]);
-  const accounts = valuesList<Fresh>([{ name: 'id', type: 'uuid', value: (r) => r.id }, { name: 'email', type: 'text', value: (r) => r.email }], fresh, 2, ['$1::uuid', `'student'`]);
+  // The claims come first: the accounts and students follow for the addresses won.
+  const won = new Set((await tx.query<{ email_hash: string }>(
+    `insert into email_register (university_id, kind, ${claims.columns}) values ${claims.rows} on conflict do nothing returning email_hash`,
+    [universityId, ...claims.params])).map((r) => r.email_hash));
+  const kept = fresh.filter((r) => won.has(r.hash));
+  if (kept.length === 0) return 0;
+  const accounts = valuesList<Fresh>([{ name: 'id', type: 'uuid', value: (r) => r.id }, { name: 'email', type: 'text', value: (r) => r.email }], kept, 2, ['$1::uuid', `'student'`]);
   const inserts = valuesList<Fresh>([
     { name: 'id', type: 'uuid', value: (r) => r.id },
     { name: 'email', type: 'text', value: (r) => r.email },
@@ -91,18 +97,17 @@ async function putNewStudents(tx: Queryable, universityId: string, rows: readonl
     { name: 'external_id', type: 'text', value: (r) => r.external_id ?? null },
     { name: 'phone', type: 'text', value: (r) => r.phone ?? null },
     { name: 'is_alumni', type: 'boolean', value: (r) => r.is_alumni ?? false },
-  ], fresh, 2, ['$1::uuid']);
+  ], kept, 2, ['$1::uuid']);
   const history = valuesList<Fresh>([
     { name: 'student_id', type: 'uuid', value: (r) => r.id },
     { name: 'is_alumni', type: 'boolean', value: (r) => r.is_alumni ?? false },
-  ], fresh, 2, ['$1::uuid', `'partner_api_push'`]);
+  ], kept, 2, ['$1::uuid', `'partner_api_push'`]);
   await Promise.all([
-    tx.query(`insert into email_register (university_id, kind, ${claims.columns}) values ${claims.rows} on conflict do nothing returning email_hash`, [universityId, ...claims.params]),
     tx.query(`insert into accounts (university_id, kind, ${accounts.columns}) values ${accounts.rows}`, [universityId, ...accounts.params]),
     tx.query(`insert into students (university_id, ${inserts.columns}) values ${inserts.rows}`, [universityId, ...inserts.params]),
     tx.query(`insert into alumni_flag_history (university_id, reason, ${history.columns}) values ${history.rows}`, [universityId, ...history.params]),
   ]);
-  return fresh.length;
+  return kept.length;
 }
 
 async function moveStudents(tx: Queryable, universityId: string, rows: readonly BenchStudent[]): Promise<number> {

@@ -128,12 +128,11 @@ export async function writeCohorts(db: Database, universityId: string, mode: Wri
   const raw = batchRows(body, 'cohorts');
   const { rows, results } = validateRows(raw, (row, index) => validateCohortRow(row, index, mode),
     (v): CohortResult => ({ name: v.name, status: 'rejected', ...v.rejected }));
-  return batchTransaction(db, universityId, options, async (tx) => {
-    await beginBatch(tx, universityId);
+  return batchTransaction(db, universityId, options, (tx) => pipelined(beginBatch(tx, universityId), async () => {
     const state = await loadCohortState(tx, universityId, rows);
     const decisions = decideCohortBatch(rows, state, mode, randomUUID);
     await applyCohortChanges(tx, universityId, state, decisions);
     for (const d of decisions) results[d.row.index] = cohortResult(d);
     return { counts: countOutcomes(results), dropped_fields: droppedFields(raw, COHORT_FIELDS), results };
-  });
+  }));
 }

@@ -56,9 +56,9 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
   // The students a batch names, by each way of matching, and the cohorts it names, in one
   // pipeline. Each branch is an index scan of the university's unique keys for the whole array
   // (`= any`), a plan that needs no statistics; a student named by address and by number comes
-  // once from the first (a replay reads 500 rows, not 1,000). A join of unnest(…) to the table was planned, on
-  // PGlite's never-analysed tables, as a loop over every student of the university per branch
-  // (measured: 200-330 ms for 500 rows).
+  // once, from the first (a replay reads 500 rows, not 1,000). A join of unnest(…) to the table
+  // was planned, on PGlite's never-analysed tables, as a loop over every student of the
+  // university per branch (measured: 200-330 ms for 500 rows).
   const [students, cohorts] = await Promise.all([tx.query<StudentRecordRow>(
     `select ${STUDENT_COLUMNS}, null::text as secondary_email from students s ${STUDENT_COHORT}
        where s.university_id = $1 and (s.email = any($2::text[]) or s.external_id = any($3::text[]))
