@@ -1,16 +1,16 @@
-import { type DatabaseError, type Queryable, isDatabaseError } from './store.ts';
+import { type DatabaseError, type Queryable, isDatabaseError, pipelined } from './store.ts';
 
 /**
  * Runs `fn` inside a savepoint. A failure whose SQLSTATE is in `undoable` rolls back `fn`'s
  * own statements only (a failed statement otherwise aborts the whole transaction) and is
- * returned; any other failure is thrown. Not reentrant: one savepoint name serves every call.
+ * returned; any other failure is thrown. The savepoint travels in one pipeline with `fn`'s first
+ * statements, and is not released: the transaction's end releases it, and a RELEASE would cost a
+ * round trip of its own. A later call makes a savepoint of the same name, which the rollback of a
+ * later failure names (the newest of that name), so calls may follow one another; they may not nest.
  */
 export async function inSavepoint<T>(tx: Queryable, undoable: ReadonlySet<string>, fn: () => Promise<T>): Promise<{ ok: T } | { undone: DatabaseError }> {
-  await tx.query('savepoint pds_attempt');
   try {
-    const result = await fn();
-    await tx.query('release savepoint pds_attempt');
-    return { ok: result };
+    return { ok: await pipelined(tx.query('savepoint pds_attempt'), fn) };
   } catch (error) {
     if (!isDatabaseError(error) || !undoable.has(error.code)) throw error;
     await tx.query('rollback to savepoint pds_attempt');

@@ -24,10 +24,16 @@ const HISTORY_COLUMNS: readonly ValuesColumn<HistoryEntry>[] = [
   { name: 'reason', type: 'text', value: (e) => e.reason },
 ];
 
-export async function recordAlumniHistory(tx: Queryable, entries: readonly HistoryEntry[]): Promise<void> {
-  if (entries.length === 0) return;
+/** The statement that records the entries, with its parameters; null when there are none. */
+export function alumniHistoryStatement(entries: readonly HistoryEntry[]): [string, (string | null)[]] | null {
+  if (entries.length === 0) return null;
   const list = valuesList(HISTORY_COLUMNS, entries);
-  await tx.query(`insert into alumni_flag_history (${list.columns}) values ${list.rows}`, list.params);
+  return [`insert into alumni_flag_history (${list.columns}) values ${list.rows}`, list.params];
+}
+
+export async function recordAlumniHistory(tx: Queryable, entries: readonly HistoryEntry[]): Promise<void> {
+  const statement = alumniHistoryStatement(entries);
+  if (statement) await tx.query(...statement);
 }
 
 interface StudentFlagState {

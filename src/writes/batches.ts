@@ -105,7 +105,8 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
       const state = await loadStudentState(tx, universityId, pending);
       const decisions = decideStudentBatch(pending, state, context);
       const changes = decisions.filter(isChange);
-      const applied = await inSavepoint(tx, RACE_SQLSTATES, () => applyStudentChanges(tx, universityId, changes));
+      // Nothing to write, nothing to race for: a replay sends no savepoint.
+      const applied = changes.length === 0 ? { ok: new Set<number>() } : await inSavepoint(tx, RACE_SQLSTATES, () => applyStudentChanges(tx, universityId, changes));
       const lost = 'ok' in applied ? applied.ok : new Set(changes.map((c) => c.row.index));
       for (const d of decisions) if (!lost.has(d.row.index)) results[d.row.index] = studentResult(d);
       return lost;
@@ -127,12 +128,11 @@ export async function writeCohorts(db: Database, universityId: string, mode: Wri
   const raw = batchRows(body, 'cohorts');
   const { rows, results } = validateRows(raw, (row, index) => validateCohortRow(row, index, mode),
     (v): CohortResult => ({ name: v.name, status: 'rejected', ...v.rejected }));
-  return batchTransaction(db, universityId, options, async (tx) => {
-    await beginBatch(tx, universityId);
+  return batchTransaction(db, universityId, options, (tx) => pipelined(beginBatch(tx, universityId), async () => {
     const state = await loadCohortState(tx, universityId, rows);
     const decisions = decideCohortBatch(rows, state, mode, randomUUID);
     await applyCohortChanges(tx, universityId, state, decisions);
     for (const d of decisions) results[d.row.index] = cohortResult(d);
     return { counts: countOutcomes(results), dropped_fields: droppedFields(raw, COHORT_FIELDS), results };
-  });
+  }));
 }

@@ -1,19 +1,21 @@
-/** The database side of a cohort batch: state in three queries, changes in two statements. */
+/** The database side of a cohort batch: state in three queries (one pipeline), changes in two statements. */
 import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable } from '../db/store.ts';
 import { type ValuesColumn, valuesList } from '../db/values.ts';
 import type { CohortBatchState, CohortDecision, CohortRecord, CohortRow } from './cohort-rules.ts';
 
 export async function loadCohortState(tx: Queryable, universityId: string, rows: readonly CohortRow[]): Promise<CohortBatchState> {
-  const cohorts = await tx.query<CohortRecord>(
-    `select c.id, c.name, c.display_name, c.program, c.degree, c.start_date::text, c.end_date::text, c.intake_year,
-            c.intake_term, cp.name as campus_name, c.study_mode, c.resume_template_names
-     from cohorts c left join campuses cp on cp.university_id = c.university_id and cp.id = c.campus_id
-     where c.university_id = $1 and c.name = any($2::text[]) order by c.id`,
-    [universityId, arrayLiteral([...new Set(rows.map((r) => r.name))])]);
-  const campuses = await tx.query<{ id: string; name: string }>(
-    'select id, name from campuses where university_id = $1 order by created_at desc, id desc', [universityId]);
-  const templates = await tx.query<{ name: string }>('select name from resume_templates where university_id = $1', [universityId]);
+  // Three reads, one pipeline.
+  const [cohorts, campuses, templates] = await Promise.all([
+    tx.query<CohortRecord>(
+      `select c.id, c.name, c.display_name, c.program, c.degree, c.start_date::text, c.end_date::text, c.intake_year,
+              c.intake_term, cp.name as campus_name, c.study_mode, c.resume_template_names
+       from cohorts c left join campuses cp on cp.university_id = c.university_id and cp.id = c.campus_id
+       where c.university_id = $1 and c.name = any($2::text[]) order by c.id`,
+      [universityId, arrayLiteral([...new Set(rows.map((r) => r.name))])]),
+    tx.query<{ id: string; name: string }>('select id, name from campuses where university_id = $1 order by created_at desc, id desc', [universityId]),
+    tx.query<{ name: string }>('select name from resume_templates where university_id = $1', [universityId]),
+  ]);
   const cohortsByName = new Map<string, CohortRecord[]>();
   for (const c of cohorts) cohortsByName.set(c.name, [...(cohortsByName.get(c.name) ?? []), c]);
   return {
@@ -48,19 +50,22 @@ export async function applyCohortChanges(tx: Queryable, universityId: string, st
     if (d.kind === 'create' || d.kind === 'update') finalById.set(d.record.id, d.record);
   }
   const columns = cohortColumns(state);
+  const statements: [string, (string | null)[]][] = [];
   const creates = [...finalById.values()].filter((r) => createdIds.has(r.id));
   if (creates.length > 0) {
     const list = valuesList(columns, creates, 2, ['$1::uuid']);
-    await tx.query(`insert into cohorts (university_id, ${list.columns}) values ${list.rows}`, [universityId, ...list.params]);
+    statements.push([`insert into cohorts (university_id, ${list.columns}) values ${list.rows}`, [universityId, ...list.params]]);
   }
   const updates = [...finalById.values()].filter((r) => !createdIds.has(r.id));
   if (updates.length > 0) {
     const list = valuesList(columns, updates, 2);
-    await tx.query(
+    statements.push([
       `update cohorts c set display_name = u.display_name, program = u.program, degree = u.degree, start_date = u.start_date,
          end_date = u.end_date, intake_year = u.intake_year, intake_term = u.intake_term, campus_id = u.campus_id,
          study_mode = u.study_mode, resume_template_names = u.resume_template_names, updated_at = now()
        from (values ${list.rows}) as u(${list.columns}) where c.id = u.id and c.university_id = $1`,
-      [universityId, ...list.params]);
+      [universityId, ...list.params]]);
   }
+  // The two touch different cohorts: one pipeline.
+  await Promise.all(statements.map(([text, params]) => tx.query(text, params)));
 }

@@ -1,0 +1,171 @@
+/**
+ * The hand-written floors of the write benchmark (issue 13): what a capable engineer would write
+ * by hand for the service's three student batches, served by node:http and loaded by the same
+ * HTTP client as the service. Each runs on the same driver (the store's own postgres.js sessions
+ * or PGlite), in one transaction under the same role and scope, with the same set-based
+ * statements, and does the same database work:
+ * - PUT of new students: lock the university, read the batch's state (students by address,
+ *   number and secondary address; the address register; erased numbers; the cohort), claim the
+ *   addresses, insert the accounts, the students and their alumni history;
+ * - its replay: the same state read alone, every row found;
+ * - PATCH with cohort moves: lock, state read, move the students, insert their alumni history.
+ * What the floors leave out is the service's own work: token lookup, row validation, row codes,
+ * the decisions of each row, the answer of each row.
+ */
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { arrayLiteral } from '../../src/db/array-literal.ts';
+import { type Queryable, type Store, pipelined } from '../../src/db/store.ts';
+import { valuesList } from '../../src/db/values.ts';
+import { sha256Hex } from '../../src/domain/email-register.ts';
+
+/** A row of the benchmark's batches: every PUT row carries all of these, a PATCH row the email and cohort. */
+export interface BenchStudent {
+  email: string;
+  first_name?: string;
+  last_name?: string;
+  cohort_name: string;
+  is_alumni?: boolean;
+  external_id?: string;
+  phone?: string;
+}
+
+interface FoundStudent {
+  id: string;
+  email: string;
+  is_alumni: boolean;
+  graduation_date: string | null;
+}
+
+const STATE_COLUMNS = `s.id, s.email, s.external_id, s.first_name, s.last_name, s.phone, s.graduation_date::text,
+  s.is_alumni, s.cohort_id, c.end_date::text as cohort_end_date`;
+const STATE_COHORT = 'left join cohorts c on c.university_id = s.university_id and c.id = s.cohort_id';
+
+const today = () => new Date().toISOString().slice(0, 10);
+
+/** The same settings the service sends for a partner transaction (src/db/database.ts). */
+const partnerSettings = (universityId: string) =>
+  `set local citus.propagate_set_commands = 'local'; set local role pds_app; set local timezone = 'UTC'; set local pds.scope = '${universityId}'`;
+
+async function lockAndRead(tx: Queryable, universityId: string, rows: readonly BenchStudent[]) {
+  const emails = arrayLiteral(rows.map((r) => r.email));
+  const [, , students, cohorts] = await Promise.all([
+    tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true)`),
+    tx.query(`insert into tenants (university_id) values ($1::uuid) on conflict (university_id) do update set university_id = excluded.university_id`, [universityId]),
+    // The state the service reads (src/writes/student-store.ts): every field a row may change, to tell an unchanged row.
+    tx.query<FoundStudent>(
+      `select ${STATE_COLUMNS}, null::text as secondary_email from students s ${STATE_COHORT}
+         where s.university_id = $1 and (s.email = any($2::text[]) or s.external_id = any($3::text[]))
+       union all
+       select ${STATE_COLUMNS}, se.email from secondary_emails se
+         join students s on s.university_id = se.university_id and s.id = se.student_id ${STATE_COHORT}
+         where se.university_id = $1 and se.email = any($2::text[])`,
+      [universityId, emails, arrayLiteral(rows.flatMap((r) => (r.external_id ? [r.external_id] : [])))]),
+    tx.query<{ id: string; name: string; end_date: string }>(
+      'select id, name, end_date::text from cohorts where university_id = $1 and name = any($2::text[])',
+      [universityId, arrayLiteral([...new Set(rows.map((r) => r.cohort_name))])]),
+  ]);
+  return { students, cohortByName: new Map(cohorts.map((c) => [c.name, c])) };
+}
+
+async function putNewStudents(tx: Queryable, universityId: string, rows: readonly BenchStudent[]): Promise<number> {
+  const { students, cohortByName } = await lockAndRead(tx, universityId, rows);
+  const found = new Set(students.map((s) => s.email));
+  const fresh = rows.filter((r) => !found.has(r.email)).map((r) => ({ ...r, id: randomUUID(), hash: sha256Hex(r.email) }));
+  if (fresh.length === 0) return 0;
+  await Promise.all([
+    tx.query('select email_hash from email_register where email_hash = any($1::text[])', [arrayLiteral(fresh.map((r) => r.hash))]),
+    tx.query('select erased_external_id_hash from accounts where university_id = $1 and erased_external_id_hash = any($2::text[])',
+      [universityId, arrayLiteral(fresh.map((r) => sha256Hex(r.external_id ?? '')))]),
+  ]);
+  type Fresh = (typeof fresh)[number];
+  const claims = valuesList<Fresh>([{ name: 'email_hash', type: 'text', value: (r) => r.hash }], [...fresh].sort((a, b) => (a.hash < b.hash ? -1 : 1)), 2, ['$1::uuid', `'student'`]);
+  // The claims come first: the accounts and students follow for the addresses won.
+  const won = new Set((await tx.query<{ email_hash: string }>(
+    `insert into email_register (university_id, kind, ${claims.columns}) values ${claims.rows} on conflict do nothing returning email_hash`,
+    [universityId, ...claims.params])).map((r) => r.email_hash));
+  const kept = fresh.filter((r) => won.has(r.hash));
+  if (kept.length === 0) return 0;
+  const accounts = valuesList<Fresh>([{ name: 'id', type: 'uuid', value: (r) => r.id }, { name: 'email', type: 'text', value: (r) => r.email }], kept, 2, ['$1::uuid', `'student'`]);
+  const inserts = valuesList<Fresh>([
+    { name: 'id', type: 'uuid', value: (r) => r.id },
+    { name: 'email', type: 'text', value: (r) => r.email },
+    { name: 'cohort_id', type: 'uuid', value: (r) => cohortByName.get(r.cohort_name)!.id },
+    { name: 'first_name', type: 'text', value: (r) => r.first_name! },
+    { name: 'last_name', type: 'text', value: (r) => r.last_name! },
+    { name: 'external_id', type: 'text', value: (r) => r.external_id ?? null },
+    { name: 'phone', type: 'text', value: (r) => r.phone ?? null },
+    { name: 'is_alumni', type: 'boolean', value: (r) => r.is_alumni ?? false },
+  ], kept, 2, ['$1::uuid']);
+  const history = valuesList<Fresh>([
+    { name: 'student_id', type: 'uuid', value: (r) => r.id },
+    { name: 'is_alumni', type: 'boolean', value: (r) => r.is_alumni ?? false },
+  ], kept, 2, ['$1::uuid', `'partner_api_push'`]);
+  await Promise.all([
+    tx.query(`insert into accounts (university_id, kind, ${accounts.columns}) values ${accounts.rows}`, [universityId, ...accounts.params]),
+    tx.query(`insert into students (university_id, ${inserts.columns}) values ${inserts.rows}`, [universityId, ...inserts.params]),
+    tx.query(`insert into alumni_flag_history (university_id, reason, ${history.columns}) values ${history.rows}`, [universityId, ...history.params]),
+  ]);
+  return kept.length;
+}
+
+async function moveStudents(tx: Queryable, universityId: string, rows: readonly BenchStudent[]): Promise<number> {
+  const { students, cohortByName } = await lockAndRead(tx, universityId, rows);
+  const cohortByEmail = new Map(rows.map((r) => [r.email, cohortByName.get(r.cohort_name)!]));
+  const moves = students.map((s) => {
+    const cohort = cohortByEmail.get(s.email)!;
+    return { ...s, cohortId: cohort.id, isAlumni: s.graduation_date === null ? cohort.end_date < today() : s.graduation_date < today() };
+  });
+  type Move = (typeof moves)[number];
+  const updates = valuesList<Move>([
+    { name: 'id', type: 'uuid', value: (m) => m.id },
+    { name: 'cohort_id', type: 'uuid', value: (m) => m.cohortId },
+    { name: 'is_alumni', type: 'boolean', value: (m) => m.isAlumni },
+  ], moves, 2);
+  const changed = moves.filter((m) => m.isAlumni !== m.is_alumni);
+  const history = valuesList<Move>([
+    { name: 'student_id', type: 'uuid', value: (m) => m.id },
+    { name: 'is_alumni', type: 'boolean', value: (m) => m.isAlumni },
+  ], changed, 2, ['$1::uuid', `'cohort_move'`]);
+  await Promise.all([
+    tx.query(`update students s set cohort_id = u.cohort_id, is_alumni = u.is_alumni, updated_at = now()
+      from (values ${updates.rows}) as u(${updates.columns}) where s.id = u.id and s.university_id = $1`, [universityId, ...updates.params]),
+    changed.length === 0 ? [] : tx.query(`insert into alumni_flag_history (university_id, reason, ${history.columns}) values ${history.rows}`, [universityId, ...history.params]),
+  ]);
+  return moves.length;
+}
+
+async function readState(tx: Queryable, universityId: string, rows: readonly BenchStudent[]): Promise<number> {
+  const { students } = await lockAndRead(tx, universityId, rows);
+  return students.length;
+}
+
+/** The floor of each benchmark request, by the path the client sends it to. */
+const FLOORS: Readonly<Record<string, (tx: Queryable, universityId: string, rows: readonly BenchStudent[]) => Promise<number>>> = {
+  '/put': putNewStudents,
+  '/replay': readState,
+  '/patch': moveStudents,
+};
+
+/** Serves the floors over node:http on a free port of 127.0.0.1, for the students of `universityId`. */
+export async function startWriteFloors(store: Store, universityId: string): Promise<{ baseUrl: string; close(): Promise<void> }> {
+  const server = http.createServer(async (request, response) => {
+    try {
+      const chunks: Buffer[] = [];
+      for await (const chunk of request) chunks.push(chunk as Buffer);
+      const { students } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { students: BenchStudent[] };
+      const floor = FLOORS[request.url ?? '']!;
+      const count = await store.transaction((tx) => pipelined(tx.exec(partnerSettings(universityId)), () => floor(tx, universityId, students)));
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ count }));
+    } catch (error) {
+      response.writeHead(500, { 'content-type': 'text/plain' }).end(String(error));
+    }
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  return {
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
