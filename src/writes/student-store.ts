@@ -6,6 +6,8 @@ import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable } from '../db/store.ts';
 import { type ValuesColumn, valuesList } from '../db/values.ts';
 import { claimAddresses as claimInRegister, sha256Hex } from '../domain/email-register.ts';
+import type { ChangeSeq } from '../db/locks.ts';
+import { stampCohortCounts } from '../domain/change-stamps.ts';
 import { recordAlumniHistory } from '../domain/student-events.ts';
 import type { StudentRow } from './student-rows.ts';
 import type { CohortRef, EmailOwner, StudentBatchState, StudentDecision, StudentRecord } from './student-rules.ts';
@@ -138,26 +140,31 @@ const STUDENT_WRITE_COLUMNS: readonly ValuesColumn<Change>[] = [
 ];
 
 /**
- * Applies the changes; returns the rows that lost a race on an address (see claimAddresses),
- * for which nothing was written.
+ * Applies the changes, stamped with the transaction's change number (src/db/locks.ts); returns the
+ * rows that lost a race on an address (see claimAddresses), for which nothing was written.
  */
-export async function applyStudentChanges(tx: Queryable, universityId: string, changes: readonly Change[]): Promise<Set<number>> {
+export async function applyStudentChanges(tx: Queryable, universityId: string, changeSeq: ChangeSeq, changes: readonly Change[]): Promise<Set<number>> {
   const lost = await claimAddresses(tx, universityId, changes);
   const kept = changes.filter((c) => !lost.has(c.row.index));
   const inserts = kept.filter((c) => c.kind === 'create');
   if (inserts.length > 0) {
-    const list = valuesList(STUDENT_WRITE_COLUMNS, inserts, 2, ['$1::uuid']);
-    await tx.query(`insert into students (university_id, ${list.columns}) values ${list.rows}`, [universityId, ...list.params]);
+    const list = valuesList(STUDENT_WRITE_COLUMNS, inserts, 3, ['$1::uuid', '$2::bigint', '$2::bigint']);
+    await tx.query(`insert into students (university_id, change_seq, created_seq, ${list.columns}) values ${list.rows}`,
+      [universityId, changeSeq, ...list.params]);
   }
   const updates = kept.filter((c) => c.kind === 'update');
   if (updates.length > 0) {
-    const list = valuesList(STUDENT_WRITE_COLUMNS, updates, 2);
+    const list = valuesList(STUDENT_WRITE_COLUMNS, updates, 3);
     await tx.query(
       `update students s set cohort_id = u.cohort_id, first_name = u.first_name, last_name = u.last_name,
-         external_id = u.external_id, phone = u.phone, graduation_date = u.graduation_date, is_alumni = u.is_alumni, updated_at = now()
+         external_id = u.external_id, phone = u.phone, graduation_date = u.graduation_date, is_alumni = u.is_alumni, updated_at = now(),
+         change_seq = $2::bigint
        from (values ${list.rows}) as u(${list.columns}) where s.id = u.id and s.university_id = $1`,
-      [universityId, ...list.params]);
+      [universityId, changeSeq, ...list.params]);
   }
+  // The change feed: the cohorts a student joined or left show a new student_count.
+  const moves = kept.filter((c) => c.values.cohortId !== c.previousCohortId);
+  await stampCohortCounts(tx, universityId, changeSeq, moves.flatMap((c) => [c.values.cohortId, c.previousCohortId]));
   await recordAlumniHistory(tx, kept.flatMap((c) => c.history.map((h) => ({ ...h, universityId, studentId: c.id }))));
   return lost;
 }
