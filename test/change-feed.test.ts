@@ -14,6 +14,7 @@ import { openPostgresStore } from '../src/db/postgres-store.ts';
 import { buildApp } from '../src/http/app.ts';
 import { LIMITS } from '../src/limits.ts';
 import { ADMIN_KEY, Harness, storeBackends } from './support/harness.ts';
+import { DescriptionValidator } from './support/openapi.ts';
 
 interface Entry {
   resource: 'students' | 'cohorts';
@@ -170,6 +171,20 @@ for (const backend of storeBackends()) {
       const misused = await h.get(`/v1/changes?since=${students.cursor}`, northReader);
       assert.equal(misused.status, 400);
       assert.equal(misused.json.code, 'INVALID_CURSOR');
+    });
+
+    test('pages of every feed, tombstones included, and a refused cursor match the OpenAPI description', async () => {
+      const v = new DescriptionValidator((await h.get('/v1/openapi.json', null)).json);
+      for (const path of ['/v1/changes', '/v1/changes/students', '/v1/changes/cohorts']) {
+        const res = await h.get(`${path}?limit=2`, consortiumReader);
+        assert.equal(res.status, 200, res.body);
+        assert.ok(res.json.changes.length > 0, path);
+        assert.deepEqual(v.bodyProblems('GET', path, 200, res.json), [], path);
+        const rest = await follow(consortiumReader, res.json.next_cursor, { path });
+        assert.deepEqual(v.bodyProblems('GET', path, 200, { changes: rest.entries, next_cursor: rest.cursor, has_more: false }), [], path);
+      }
+      const refused = await h.get('/v1/changes?since=nonsense!', northReader);
+      assert.deepEqual(v.bodyProblems('GET', '/v1/changes', 400, refused.json), []);
     });
 
     test('a malformed cursor, limit or parameter is a 400 with its catalogue code', async () => {

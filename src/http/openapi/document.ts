@@ -12,16 +12,17 @@ import { meResponse } from '../me.ts';
 import { PARTNER_PREFIX } from '../prefixes.ts';
 import type { JsonSchema } from '../schemas.ts';
 import { BATCH_SCHEMAS } from './batch-schemas.ts';
+import { CHANGE_SCHEMAS } from './change-schemas.ts';
 import { HEADERS, PARAMETERS, READ_SCHEMAS, SECURITY_SCHEMES } from './components.ts';
 import { ERROR_SCHEMA, REFUSED_REQUEST, UNEXPECTED_ERROR, errorResponse, errorResponseName } from './error-responses.ts';
 import { type DocumentedOperation, OPERATIONS, OTHER_TAGS } from './operations.ts';
 
 /**
- * Every named schema: read rows and filters, batch writes, the token's description, the error
- * body. The token's is the route's TypeBox schema: JSON Schema, though not typed as openapi-types'.
+ * Every named schema: read rows and filters, batch writes, the change feed, the token's
+ * description, the error body. The token's is the route's TypeBox schema: JSON Schema, though not typed as openapi-types'.
  */
 const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
-  ...READ_SCHEMAS, ...BATCH_SCHEMAS, Me: meResponse as JsonSchema, Error: ERROR_SCHEMA,
+  ...READ_SCHEMAS, ...BATCH_SCHEMAS, ...CHANGE_SCHEMAS, Me: meResponse as JsonSchema, Error: ERROR_SCHEMA,
 };
 
 const INFO: OpenAPIV3_1.InfoObject = {
