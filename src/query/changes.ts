@@ -88,7 +88,7 @@ export function parseChangesRequest(feed: Feed, query: Readonly<Record<string, u
   if (unknown !== undefined) throw apiError('INVALID_PARAMETER', `the change feed takes since and limit, not ${unknown}`);
   const { since, limit } = query;
   if (Array.isArray(since) || Array.isArray(limit)) throw apiError('INVALID_PARAMETER', 'since and limit may each be sent once');
-  if (limit !== undefined && !/^[1-9][0-9]{0,6}$/.test(String(limit)) || Number(limit) > LIMITS.changesPerResponse) {
+  if (limit !== undefined && (!/^[1-9][0-9]{0,6}$/.test(String(limit)) || Number(limit) > LIMITS.changesPerResponse)) {
     throw apiError('INVALID_PARAMETER', `limit must be a whole number from 1 to ${LIMITS.changesPerResponse}`);
   }
   return {
