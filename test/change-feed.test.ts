@@ -141,6 +141,12 @@ for (const backend of storeBackends()) {
       // A replayed batch that changes nothing adds nothing.
       await write(northWriter, 'PUT', 'students', [{ ...ben, last_name: 'Renamed' }]);
       assert.deepEqual((await page(northReader, '/v1/changes', { since: idle.next_cursor })).changes, []);
+      // The app's events on a student are changes too.
+      assert.equal((await h.admin('POST', `/students/${benId}/sign-in`)).status, 200);
+      assert.equal((await h.admin('POST', `/students/${benId}/graduation-date`, { graduation_date: '2020-06-30' })).status, 200);
+      const events = await follow(northReader, idle.next_cursor);
+      assert.deepEqual(events.entries.map((e) => [e.id, e.change, e.row?.account_status, e.row?.graduation_date]),
+        [[benId, 'updated', 'claimed', '2020-06-30']]);
     });
 
     test('replaying the feed from the start in small pages gives exactly what a full read shows', async () => {

@@ -28,10 +28,11 @@ export async function lockUniversity(tx: Queryable, universityId: string): Promi
 export type ChangeSeq = string;
 
 /**
- * Locks the university for a batch (answering its change number), and plans the batch's statements for their actual arrays.
- * On Citus a statement that touches several shards (the address register's claims) visits them
- * one after another, in shard order, so two batches claiming the same addresses take them in
- * the same order and cannot deadlock across nodes; elsewhere the setting is an inert placeholder.
+ * Locks the university for a batch (answering its change number), and plans the batch's
+ * statements for their actual arrays. On Citus a statement that touches several shards (the
+ * address register's claims) visits them one after another, in shard order, so two batches
+ * claiming the same addresses take them in the same order and cannot deadlock across nodes;
+ * elsewhere the setting is an inert placeholder.
  * A prepared statement's generic plan cannot see that an array holds 500 keys; on tables with
  * thin statistics (a new deployment, a fresh tenant) it became a nested loop over every row of
  * the university for each key (measured: 56 ms per lookup instead of 3).
