@@ -271,16 +271,23 @@ for (const backend of storeBackends()) {
           created.push(...results.map((r: { id: string }) => r.id));
           await write(token, 'PATCH', 'students', rows.slice(0, 10).map((r) => ({ email: r.email, cohort_name: cohortNames[1], last_name: `Moved ${round}` })));
           await erase(results[round].id);
+          // The reader reads while the other writer goes on: every round is followed by a read.
+          await nextRead();
         }
       };
       let writing = true;
       let pagesWithChanges = 0;
+      let readWaiters: (() => void)[] = [];
+      const nextRead = () => new Promise<void>((resolve) => readWaiters.push(resolve));
       const reader = async () => {
         while (writing) {
+          const waiting = readWaiters;
+          readWaiters = [];
           const p = await follow(consortiumReader, cursor, { limit: 25 });
           if (p.entries.length > 0) pagesWithChanges++;
           mirror.apply(p.entries);
           cursor = p.cursor;
+          for (const resume of waiting) resume();
           // A turn for the writers: on PGlite every step of a read can be a microtask.
           await setImmediate();
         }
