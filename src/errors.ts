@@ -185,7 +185,7 @@ export const ERRORS = {
     text: (message: string, hint: string | null = null) => ({ message, hint }),
   }),
   INVALID_PARAMETER: define({
-    status: 400, when: 'A malformed path or query parameter on the operator API.',
+    status: 400, when: 'A malformed path or query parameter on the operator API or the change feed.',
     text: (problem: string) => ({ message: `The request is invalid: ${problem}.` }),
   }),
   UNSUPPORTED_MEDIA_TYPE: define({
@@ -215,7 +215,14 @@ export const ERRORS = {
     text: () => ({ message: 'A request with this Idempotency-Key is still being processed.', hint: 'Retry after Retry-After: the repeat then gets its answer.' }),
     headers: RETRY_SOON,
   }),
-  BATCH_TOO_LARGE: define({
+  INVALID_CURSOR: define({
+    status: 400, when: 'A change feed `since` that is not a cursor the feed answered, or one of another feed.',
+    text: (problem: string) => ({
+      message: `The since cursor is not valid: ${problem}.`,
+      hint: 'Send the next_cursor of an earlier answer of the same feed unchanged, or leave since out to read from the start.',
+    }),
+  }),
+    BATCH_TOO_LARGE: define({
     status: 413, when: `More than ${LIMITS.batchRows} rows in one write; nothing is written.`,
     text: (rows: number) => ({
       message: `A batch holds at most ${LIMITS.batchRows} rows; this one has ${rows}. Nothing was written.`,

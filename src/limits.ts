@@ -34,6 +34,13 @@ export const LIMITS = {
   idempotencyKeySeconds: 24 * 60 * 60,
   /** How long a running write holds its key; past it (its process died) a repeat may take the key over. */
   idempotencyLeaseSeconds: 60,
+  /** Entries of one change feed page (`limit`). */
+  changesPerResponse: 5_000,
+} as const;
+
+/** What the change feed uses when a request does not say. */
+export const CHANGE_FEED_DEFAULTS = {
+  pageChanges: 500,
 } as const;
 
 /** What the operator API uses when a request does not say. */
@@ -85,5 +92,8 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<Limit, LimitDescription>> = {
   idempotencyLeaseSeconds: {
     bounds: 'seconds a write in progress holds its `Idempotency-Key` against a repeat', code: 'IDEMPOTENCY_KEY_IN_USE',
     note: 'a repeat past it (the first write\'s process died) takes the key over',
+  },
+  changesPerResponse: {
+    bounds: `entries of one change feed page (\`limit\`, default ${CHANGE_FEED_DEFAULTS.pageChanges})`, code: 'INVALID_PARAMETER',
   },
 };

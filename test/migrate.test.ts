@@ -29,8 +29,8 @@ test('every table under a tenant policy is forced to row-level security and inde
                 where i.indrelid = c.oid and a.attname in ('university_id', 'id')
                   and (a.attname = 'university_id' or c.relname = 'universities')) as indexed
       from pg_class c where c.oid in (select (schemaname || '.' || tablename)::regclass from pg_policies where policyname = 'tenant_scope')`);
-    // The 17 tenant tables, tenants (the per-university lock rows), idempotency_keys and universities.
-    assert.equal(tables.length, 20);
+    // The 17 tenant tables, tenants (the per-university lock rows), idempotency_keys, change_tombstones and universities.
+    assert.equal(tables.length, 21);
     assert.deepEqual(tables.filter((t) => !t.forced || !t.indexed).map((t) => t.relname), []);
   } finally {
     await drop();

@@ -4,11 +4,12 @@
  * HTTP client as the service. Each runs on the same driver (the store's own postgres.js sessions
  * or PGlite), in one transaction under the same role and scope, with the same set-based
  * statements, and does the same database work:
- * - PUT of new students: lock the university, read the batch's state (students by address,
+ * - PUT of new students: lock the university (drawing the change feed's number), read the batch's state (students by address,
  *   number and secondary address; the address register; erased numbers; the cohort), claim the
  *   addresses, insert the accounts, the students and their alumni history;
  * - its replay: the same state read alone, every row found;
- * - PATCH with cohort moves: lock, state read, move the students, insert their alumni history.
+ * - PATCH with cohort moves: lock, state read, move the students, stamp the cohorts they left and
+ *   joined for the change feed, insert their alumni history.
  * What the floors leave out is the service's own work: token lookup, row validation, row codes,
  * the decisions of each row, the answer of each row.
  */
@@ -34,6 +35,7 @@ export interface BenchStudent {
 interface FoundStudent {
   id: string;
   email: string;
+  cohort_id: string | null;
   is_alumni: boolean;
   graduation_date: string | null;
 }
@@ -50,9 +52,11 @@ const partnerSettings = (universityId: string) =>
 
 async function lockAndRead(tx: Queryable, universityId: string, rows: readonly BenchStudent[]) {
   const emails = arrayLiteral(rows.map((r) => r.email));
-  const [, , students, cohorts] = await Promise.all([
+  const [, [{ change_seq: changeSeq }], students, cohorts] = await Promise.all([
     tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true)`),
-    tx.query(`insert into tenants (university_id) values ($1::uuid) on conflict (university_id) do update set university_id = excluded.university_id`, [universityId]),
+    // The lock draws the change feed's number (src/db/locks.ts), which every written row carries.
+    tx.query<{ change_seq: string }>(`insert into tenants (university_id, change_seq) values ($1::uuid, 1)
+      on conflict (university_id) do update set change_seq = tenants.change_seq + 1 returning change_seq`, [universityId]),
     // The state the service reads (src/writes/student-store.ts): every field a row may change, to tell an unchanged row.
     tx.query<FoundStudent>(
       `select ${STATE_COLUMNS}, null::text as secondary_email from students s ${STATE_COHORT}
@@ -66,11 +70,11 @@ async function lockAndRead(tx: Queryable, universityId: string, rows: readonly B
       'select id, name, end_date::text from cohorts where university_id = $1 and name = any($2::text[])',
       [universityId, arrayLiteral([...new Set(rows.map((r) => r.cohort_name))])]),
   ]);
-  return { students, cohortByName: new Map(cohorts.map((c) => [c.name, c])) };
+  return { changeSeq, students, cohortByName: new Map(cohorts.map((c) => [c.name, c])) };
 }
 
 async function putNewStudents(tx: Queryable, universityId: string, rows: readonly BenchStudent[]): Promise<number> {
-  const { students, cohortByName } = await lockAndRead(tx, universityId, rows);
+  const { changeSeq, students, cohortByName } = await lockAndRead(tx, universityId, rows);
   const found = new Set(students.map((s) => s.email));
   const fresh = rows.filter((r) => !found.has(r.email)).map((r) => ({ ...r, id: randomUUID(), hash: sha256Hex(r.email) }));
   if (fresh.length === 0) return 0;
@@ -97,21 +101,21 @@ async function putNewStudents(tx: Queryable, universityId: string, rows: readonl
     { name: 'external_id', type: 'text', value: (r) => r.external_id ?? null },
     { name: 'phone', type: 'text', value: (r) => r.phone ?? null },
     { name: 'is_alumni', type: 'boolean', value: (r) => r.is_alumni ?? false },
-  ], kept, 2, ['$1::uuid']);
+  ], kept, 3, ['$1::uuid', '$2::bigint', '$2::bigint']);
   const history = valuesList<Fresh>([
     { name: 'student_id', type: 'uuid', value: (r) => r.id },
     { name: 'is_alumni', type: 'boolean', value: (r) => r.is_alumni ?? false },
   ], kept, 2, ['$1::uuid', `'partner_api_push'`]);
   await Promise.all([
     tx.query(`insert into accounts (university_id, kind, ${accounts.columns}) values ${accounts.rows}`, [universityId, ...accounts.params]),
-    tx.query(`insert into students (university_id, ${inserts.columns}) values ${inserts.rows}`, [universityId, ...inserts.params]),
+    tx.query(`insert into students (university_id, change_seq, created_seq, ${inserts.columns}) values ${inserts.rows}`, [universityId, changeSeq, ...inserts.params]),
     tx.query(`insert into alumni_flag_history (university_id, reason, ${history.columns}) values ${history.rows}`, [universityId, ...history.params]),
   ]);
   return kept.length;
 }
 
 async function moveStudents(tx: Queryable, universityId: string, rows: readonly BenchStudent[]): Promise<number> {
-  const { students, cohortByName } = await lockAndRead(tx, universityId, rows);
+  const { changeSeq, students, cohortByName } = await lockAndRead(tx, universityId, rows);
   const cohortByEmail = new Map(rows.map((r) => [r.email, cohortByName.get(r.cohort_name)!]));
   const moves = students.map((s) => {
     const cohort = cohortByEmail.get(s.email)!;
@@ -122,15 +126,18 @@ async function moveStudents(tx: Queryable, universityId: string, rows: readonly 
     { name: 'id', type: 'uuid', value: (m) => m.id },
     { name: 'cohort_id', type: 'uuid', value: (m) => m.cohortId },
     { name: 'is_alumni', type: 'boolean', value: (m) => m.isAlumni },
-  ], moves, 2);
+  ], moves, 3);
   const changed = moves.filter((m) => m.isAlumni !== m.is_alumni);
   const history = valuesList<Move>([
     { name: 'student_id', type: 'uuid', value: (m) => m.id },
     { name: 'is_alumni', type: 'boolean', value: (m) => m.isAlumni },
   ], changed, 2, ['$1::uuid', `'cohort_move'`]);
   await Promise.all([
-    tx.query(`update students s set cohort_id = u.cohort_id, is_alumni = u.is_alumni, updated_at = now()
-      from (values ${updates.rows}) as u(${updates.columns}) where s.id = u.id and s.university_id = $1`, [universityId, ...updates.params]),
+    tx.query(`update students s set cohort_id = u.cohort_id, is_alumni = u.is_alumni, updated_at = now(), change_seq = $2::bigint
+      from (values ${updates.rows}) as u(${updates.columns}) where s.id = u.id and s.university_id = $1`, [universityId, changeSeq, ...updates.params]),
+    // The cohorts the students left and joined show a new student count in the change feed.
+    tx.query('update cohorts set change_seq = $2::bigint where university_id = $1 and id = any($3::uuid[])',
+      [universityId, changeSeq, arrayLiteral([...new Set(moves.flatMap((m) => [m.cohortId, m.cohort_id]).filter((id): id is string => id !== null))])]),
     changed.length === 0 ? [] : tx.query(`insert into alumni_flag_history (university_id, reason, ${history.columns}) values ${history.rows}`, [universityId, ...history.params]),
   ]);
   return moves.length;

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { arrayLiteral } from '../db/array-literal.ts';
+import { lockUniversity } from '../db/locks.ts';
 import type { Queryable, Row } from '../db/store.ts';
 import { apiError } from '../errors.ts';
 import type { COHORT_SHAPE, CreateValues } from '../resources/write-shapes.ts';
@@ -72,8 +73,13 @@ export async function createAccount(tx: Queryable, input: { email: string; kind:
 
 export type AppCohortInput = { university_id: string } & CreateValues<typeof COHORT_SHAPE>;
 
-/** The app's own cohort create: no name-uniqueness check, which is how duplicate names exist. */
+/**
+ * The app's own cohort create: no name-uniqueness check, which is how duplicate names exist. It
+ * takes the university's lock like every change to its cohorts, for the change number the
+ * change feed orders it by (src/db/locks.ts).
+ */
 export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
+  const changeSeq = await lockUniversity(tx, input.university_id);
   let campusId: string | null = null;
   if (input.campus_name) {
     const [campus] = await tx.query<{ id: string }>('select id from campuses where university_id = $1 and name = $2 limit 1',
@@ -83,10 +89,10 @@ export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
   }
   const [{ id }] = await tx.query<{ id: string }>(
     `insert into cohorts (university_id, name, display_name, program, degree, start_date, end_date, intake_year,
-       intake_term, campus_id, study_mode, resume_template_names)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text[]) returning id`,
+       intake_term, campus_id, study_mode, resume_template_names, change_seq, created_seq)
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text[], $13::bigint, $13::bigint) returning id`,
     [input.university_id, input.name, input.display_name, input.program, input.degree, input.start_date, input.end_date,
-      String(input.intake_year), input.intake_term, campusId, input.study_mode ?? null, arrayLiteral(input.resume_template_names ?? [])]);
+      String(input.intake_year), input.intake_term, campusId, input.study_mode ?? null, arrayLiteral(input.resume_template_names ?? []), changeSeq]);
   const [row] = await tx.query(
     `select id, university_id, name, display_name, program, degree, start_date::text, end_date::text, intake_year,
        intake_term, campus_id, study_mode, resume_template_names, ${timestampJson('created_at')} as created_at

@@ -4,10 +4,11 @@
  * derivation moments among them use the same pure rules as partner writes.
  */
 import type { Database } from '../db/database.ts';
-import { lockUniversity } from '../db/locks.ts';
+import { type ChangeSeq, lockUniversity } from '../db/locks.ts';
 import type { Queryable } from '../db/store.ts';
 import { type ValuesColumn, valuesList } from '../db/values.ts';
 import { apiError } from '../errors.ts';
+import { recordTombstone, stampCohortCounts } from './change-stamps.ts';
 import { releaseErasedAddresses, sha256Hex } from './email-register.ts';
 import { type AlumniChange, alumniAfterSignIn, alumniChanges, impliedAlumni, todayUtc } from './alumni.ts';
 import { timestampJson } from './timestamps.ts';
@@ -39,32 +40,39 @@ export async function recordAlumniHistory(tx: Queryable, entries: readonly Histo
 interface StudentFlagState {
   id: string;
   university_id: string;
+  cohort_id: string | null;
   is_alumni: boolean;
   graduation_date: string | null;
   cohort_end_date: string | null;
 }
 
+/** A student as an event finds it, with the change number of the event's transaction (src/db/locks.ts). */
+interface LockedStudent extends StudentFlagState {
+  changeSeq: ChangeSeq;
+}
+
 const studentNotFound = () => apiError('NOT_FOUND', 'No student has that id.');
 
 /** Locks the student's university, then reads what the derivation needs. */
-async function lockedStudent(tx: Queryable, studentId: string): Promise<StudentFlagState> {
+async function lockedStudent(tx: Queryable, studentId: string): Promise<LockedStudent> {
   const [owner] = await tx.query<{ university_id: string }>('select university_id from students where id = $1', [studentId]);
   if (!owner) throw studentNotFound();
-  await lockUniversity(tx, owner.university_id);
+  const changeSeq = await lockUniversity(tx, owner.university_id);
   const [state] = await tx.query<StudentFlagState>(
-    `select s.id, s.university_id, s.is_alumni, s.graduation_date::text, c.end_date::text as cohort_end_date
+    `select s.id, s.university_id, s.cohort_id, s.is_alumni, s.graduation_date::text, c.end_date::text as cohort_end_date
      from students s left join cohorts c on c.university_id = s.university_id and c.id = s.cohort_id where s.id = $1 and s.university_id = $2`,
     [studentId, owner.university_id],
   );
   if (!state) throw studentNotFound();
-  return state;
+  return { ...state, changeSeq };
 }
 
-async function applyFlag(tx: Queryable, state: StudentFlagState, change: AlumniChange, extraSet = '', extraParams: (string | null)[] = []) {
+/** `extraSet` numbers its parameters from $5. */
+async function applyFlag(tx: Queryable, state: LockedStudent, change: AlumniChange, extraSet = '', extraParams: (string | null)[] = []) {
   const changes = alumniChanges(state.is_alumni, [change]);
   await tx.query(
-    `update students set is_alumni = $3, updated_at = now()${extraSet} where id = $1 and university_id = $2`,
-    [state.id, state.university_id, String(change.isAlumni), ...extraParams],
+    `update students set is_alumni = $3, updated_at = now(), change_seq = $4::bigint${extraSet} where id = $1 and university_id = $2`,
+    [state.id, state.university_id, String(change.isAlumni), state.changeSeq, ...extraParams],
   );
   await recordAlumniHistory(tx, changes.map((c) => ({ ...c, universityId: state.university_id, studentId: state.id })));
 }
@@ -84,7 +92,7 @@ export function setGraduationDateInApp(db: Database, studentId: string, graduati
   return db.asOperator(async (tx) => {
     const state = await lockedStudent(tx, studentId);
     const implied = impliedAlumni(graduationDate, state.cohort_end_date, todayUtc());
-    await applyFlag(tx, state, { isAlumni: implied, reason: 'graduation_date_set' }, ', graduation_date = $4::date', [graduationDate]);
+    await applyFlag(tx, state, { isAlumni: implied, reason: 'graduation_date_set' }, ', graduation_date = $5::date', [graduationDate]);
   });
 }
 
@@ -108,11 +116,13 @@ export function verifyEmail(db: Database, studentId: string, email: string): Pro
 
 /**
  * Erasure deletes the student and everything hanging off it, and leaves a tombstone holding
- * only hashes of the address and the student number, so the person is never recreated.
+ * only hashes of the address and the student number, so the person is never recreated; the
+ * change feed gets a tombstone of its own holding only the id, and the student's cohort shows
+ * its new count there.
  */
 export function eraseStudent(db: Database, studentId: string): Promise<void> {
   return db.asOperator(async (tx) => {
-    const { university_id: universityId } = await lockedStudent(tx, studentId);
+    const { university_id: universityId, cohort_id: cohortId, changeSeq } = await lockedStudent(tx, studentId);
     const key = [studentId, universityId];
     const [student] = await tx.query<{ email: string; external_id: string | null }>(
       'select email, external_id from students where id = $1 and university_id = $2', key);
@@ -126,6 +136,8 @@ export function eraseStudent(db: Database, studentId: string): Promise<void> {
        where id = $1 and university_id = $2`,
       [...key, sha256Hex(student.email), student.external_id === null ? null : sha256Hex(student.external_id)]);
     await releaseErasedAddresses(tx, student.email, secondaries.map((s) => s.email));
+    await recordTombstone(tx, universityId, changeSeq, 'students', studentId);
+    await stampCohortCounts(tx, universityId, changeSeq, [cohortId]);
   });
 }
 

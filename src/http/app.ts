@@ -1,6 +1,6 @@
 /**
  * App assembly: each concern is its own plugin. The partner API under /v1 (CORS, bearer tokens,
- * rate limits, reads, writes), the operator API under /admin/v1, health, metrics, the OpenAPI
+ * rate limits, reads, writes, the change feed), the operator API under /admin/v1, health, metrics, the OpenAPI
  * description and the reference page that renders it.
  */
 import { METHODS, type Server } from 'node:http';
@@ -15,6 +15,7 @@ import { corsPolicy } from './cors.ts';
 import { edge, edgeOptions } from './edge.ts';
 import { accessLog } from './access-log.ts';
 import { answers } from './answered.ts';
+import { registerChangeRoutes } from './change-routes.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
 import { meRoute } from './me.ts';
@@ -129,4 +130,5 @@ async function partnerApi(
   await app.register(meRoute, { db, limits, readLimitPerMin: options.readLimitPerMin, writeLimitPerMin: options.writeLimitPerMin });
   await app.register(registerReadRoutes, { db, limits, plannedCounts });
   await app.register(registerWriteRoutes, { db, limits });
+  await app.register(registerChangeRoutes, { db, limits });
 }

@@ -36,6 +36,7 @@ const PARTNER_LIMIT_NAMES: Readonly<Record<Limit, string | null>> = {
   idempotencyKeyChars: 'idempotency_key_chars',
   idempotencyKeySeconds: 'idempotency_key_seconds',
   idempotencyLeaseSeconds: 'idempotency_lease_seconds',
+  changesPerResponse: 'changes_per_response',
 };
 
 const partnerLimits = (Object.entries(PARTNER_LIMIT_NAMES) as [Limit, string | null][])

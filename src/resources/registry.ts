@@ -117,3 +117,10 @@ export const resources: readonly Resource[] = [
 ];
 
 export const resourcesByName: ReadonlyMap<string, Resource> = new Map(resources.map((r) => [r.name, r]));
+
+/**
+ * The resources the change feed follows (src/query/changes.ts), in the order their entries take
+ * within one change number (their names' order: a feed position compares them as text).
+ */
+export const FEED_RESOURCES = ['cohorts', 'students'] as const;
+export type FeedResource = (typeof FEED_RESOURCES)[number];

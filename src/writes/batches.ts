@@ -12,8 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 import type { Queryable } from '../db/store.ts';
-import { beginBatch } from '../db/locks.ts';
-import { pipelined } from '../db/store.ts';
+import { pipelinedBatch } from '../db/locks.ts';
 import { inSavepoint } from '../db/savepoint.ts';
 import { todayUtc } from '../domain/alumni.ts';
 import { type BatchAnswer, type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
@@ -99,14 +98,15 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
   const { rows, results } = validateRows(raw, (row, index) => validateStudentRow(row, index, mode),
     (v): StudentResult => ({ email: v.sentEmail, status: 'rejected', ...v.rejected }));
   const context = { mode, today: todayUtc(), newId: randomUUID };
-  return batchTransaction(db, universityId, options, (tx) => pipelined(beginBatch(tx, universityId), async () => {
+  return batchTransaction(db, universityId, options, (tx) => pipelinedBatch(tx, universityId, async (changeSeq) => {
     // The lock is held before the state is read: the two travel in one pipeline.
     const losers = await settleRaces(rows, async (pending) => {
       const state = await loadStudentState(tx, universityId, pending);
       const decisions = decideStudentBatch(pending, state, context);
       const changes = decisions.filter(isChange);
       // Nothing to write, nothing to race for: a replay sends no savepoint.
-      const applied = changes.length === 0 ? { ok: new Set<number>() } : await inSavepoint(tx, RACE_SQLSTATES, () => applyStudentChanges(tx, universityId, changes));
+      const applied = changes.length === 0 ? { ok: new Set<number>() }
+        : await inSavepoint(tx, RACE_SQLSTATES, async () => applyStudentChanges(tx, universityId, await changeSeq, changes));
       const lost = 'ok' in applied ? applied.ok : new Set(changes.map((c) => c.row.index));
       for (const d of decisions) if (!lost.has(d.row.index)) results[d.row.index] = studentResult(d);
       return lost;
@@ -128,10 +128,10 @@ export async function writeCohorts(db: Database, universityId: string, mode: Wri
   const raw = batchRows(body, 'cohorts');
   const { rows, results } = validateRows(raw, (row, index) => validateCohortRow(row, index, mode),
     (v): CohortResult => ({ name: v.name, status: 'rejected', ...v.rejected }));
-  return batchTransaction(db, universityId, options, (tx) => pipelined(beginBatch(tx, universityId), async () => {
+  return batchTransaction(db, universityId, options, (tx) => pipelinedBatch(tx, universityId, async (changeSeq) => {
     const state = await loadCohortState(tx, universityId, rows);
     const decisions = decideCohortBatch(rows, state, mode, randomUUID);
-    await applyCohortChanges(tx, universityId, state, decisions);
+    await applyCohortChanges(tx, universityId, await changeSeq, state, decisions);
     for (const d of decisions) results[d.row.index] = cohortResult(d);
     return { counts: countOutcomes(results), dropped_fields: droppedFields(raw, COHORT_FIELDS), results };
   }));

@@ -1,5 +1,6 @@
 /** The database side of a cohort batch: state in three queries (one pipeline), changes in two statements. */
 import { arrayLiteral } from '../db/array-literal.ts';
+import type { ChangeSeq } from '../db/locks.ts';
 import type { Queryable } from '../db/store.ts';
 import { type ValuesColumn, valuesList } from '../db/values.ts';
 import type { CohortBatchState, CohortDecision, CohortRecord, CohortRow } from './cohort-rules.ts';
@@ -41,8 +42,13 @@ const cohortColumns = (state: CohortBatchState): ValuesColumn<CohortRecord>[] =>
   { name: 'resume_template_names', type: 'text[]', value: (r) => arrayLiteral(r.resume_template_names) },
 ];
 
-/** Writes each touched cohort once, with its final values (a batch may create then update one). */
-export async function applyCohortChanges(tx: Queryable, universityId: string, state: CohortBatchState, decisions: readonly CohortDecision[]): Promise<void> {
+/**
+ * Writes each touched cohort once, with its final values (a batch may create then update one),
+ * stamped with the transaction's change number (src/db/locks.ts).
+ */
+export async function applyCohortChanges(
+  tx: Queryable, universityId: string, changeSeq: ChangeSeq, state: CohortBatchState, decisions: readonly CohortDecision[],
+): Promise<void> {
   const finalById = new Map<string, CohortRecord>();
   const createdIds = new Set<string>();
   for (const d of decisions) {
@@ -53,18 +59,19 @@ export async function applyCohortChanges(tx: Queryable, universityId: string, st
   const statements: [string, (string | null)[]][] = [];
   const creates = [...finalById.values()].filter((r) => createdIds.has(r.id));
   if (creates.length > 0) {
-    const list = valuesList(columns, creates, 2, ['$1::uuid']);
-    statements.push([`insert into cohorts (university_id, ${list.columns}) values ${list.rows}`, [universityId, ...list.params]]);
+    const list = valuesList(columns, creates, 3, ['$1::uuid', '$2::bigint', '$2::bigint']);
+    statements.push([`insert into cohorts (university_id, change_seq, created_seq, ${list.columns}) values ${list.rows}`,
+      [universityId, changeSeq, ...list.params]]);
   }
   const updates = [...finalById.values()].filter((r) => !createdIds.has(r.id));
   if (updates.length > 0) {
-    const list = valuesList(columns, updates, 2);
+    const list = valuesList(columns, updates, 3);
     statements.push([
       `update cohorts c set display_name = u.display_name, program = u.program, degree = u.degree, start_date = u.start_date,
          end_date = u.end_date, intake_year = u.intake_year, intake_term = u.intake_term, campus_id = u.campus_id,
-         study_mode = u.study_mode, resume_template_names = u.resume_template_names, updated_at = now()
+         study_mode = u.study_mode, resume_template_names = u.resume_template_names, updated_at = now(), change_seq = $2::bigint
        from (values ${list.rows}) as u(${list.columns}) where c.id = u.id and c.university_id = $1`,
-      [universityId, ...list.params]]);
+      [universityId, changeSeq, ...list.params]]);
   }
   // The two touch different cohorts: one pipeline.
   await Promise.all(statements.map(([text, params]) => tx.query(text, params)));

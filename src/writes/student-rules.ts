@@ -64,6 +64,8 @@ export type StudentDecision =
       readonly values: StudentValues;
       readonly history: readonly AlumniChange[];
       readonly secondaryEmail: string | null;
+      /** The cohort the student was in before this change (null for a create): its count changes too when it moves. */
+      readonly previousCohortId: string | null;
       readonly notes: string[];
     };
 
@@ -143,7 +145,7 @@ function decideCreate(row: StudentRow, state: StudentBatchState, context: Studen
   const implied = impliedAlumni(graduationDate, cohort.endDate, context.today);
   const isAlumni = row.isAlumni!;
   return {
-    kind: 'create', row, id: context.newId(), secondaryEmail: null,
+    kind: 'create', row, id: context.newId(), secondaryEmail: null, previousCohortId: null,
     values: {
       email: row.email, firstName: row.firstName!, lastName: row.lastName!, externalId: row.externalId ?? null,
       phone: row.phone ?? null, graduationDate, isAlumni, cohortId: cohort.id,
@@ -198,7 +200,7 @@ function decideUpdate(row: StudentRow, match: Match & { target: StudentRecord },
     cohortId: moved ? cohort.id : target.cohortId!,
   };
   if (!addSecondary && history.length === 0 && sameStudent(values, target)) return { kind: 'unchanged', row, id: target.id, cohortId: target.cohortId, notes };
-  return { kind: 'update', row, id: target.id, values, history, secondaryEmail: addSecondary ? row.email : null, notes };
+  return { kind: 'update', row, id: target.id, values, history, secondaryEmail: addSecondary ? row.email : null, previousCohortId: target.cohortId, notes };
 }
 
 export function decideStudentRow(row: StudentRow, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {

@@ -7,6 +7,8 @@ import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable } from '../db/store.ts';
 import { type ValuesColumn, valuesList } from '../db/values.ts';
 import { claimAddresses as claimInRegister, sha256Hex } from '../domain/email-register.ts';
+import type { ChangeSeq } from '../db/locks.ts';
+import { cohortCountStamp } from '../domain/change-stamps.ts';
 import { alumniHistoryStatement } from '../domain/student-events.ts';
 import type { StudentRow } from './student-rows.ts';
 import type { CohortRef, EmailOwner, StudentBatchState, StudentDecision, StudentRecord } from './student-rules.ts';
@@ -127,25 +129,31 @@ const STUDENT_WRITE_COLUMNS: readonly ValuesColumn<Change>[] = [
   { name: 'is_alumni', type: 'boolean', value: (c) => c.values.isAlumni },
 ];
 
-/** The statements that write the changes, in the order the foreign keys need: accounts, students, their addresses and history. */
-function writeStatements(universityId: string, changes: readonly Change[]): [string, (string | null)[]][] {
+/**
+ * The statements that write the changes, in the order the foreign keys need: accounts, students,
+ * their addresses and history; each changed student, and each cohort whose student count moved,
+ * stamped with the transaction's change number (src/db/locks.ts).
+ */
+function writeStatements(universityId: string, changeSeq: ChangeSeq, changes: readonly Change[]): [string, (string | null)[]][] {
   const statements: [string, (string | null)[]][] = [];
   const inserts = changes.filter((c) => c.kind === 'create');
   if (inserts.length > 0) {
     const accounts = valuesList<Change>([{ name: 'id', type: 'uuid', value: (c) => c.id }, { name: 'email', type: 'text', value: (c) => c.values.email }],
       inserts, 2, ['$1::uuid', `'student'`]);
     statements.push([`insert into accounts (university_id, kind, ${accounts.columns}) values ${accounts.rows}`, [universityId, ...accounts.params]]);
-    const students = valuesList(STUDENT_WRITE_COLUMNS, inserts, 2, ['$1::uuid']);
-    statements.push([`insert into students (university_id, ${students.columns}) values ${students.rows}`, [universityId, ...students.params]]);
+    const students = valuesList(STUDENT_WRITE_COLUMNS, inserts, 3, ['$1::uuid', '$2::bigint', '$2::bigint']);
+    statements.push([`insert into students (university_id, change_seq, created_seq, ${students.columns}) values ${students.rows}`,
+      [universityId, changeSeq, ...students.params]]);
   }
   const updates = changes.filter((c) => c.kind === 'update');
   if (updates.length > 0) {
-    const list = valuesList(STUDENT_WRITE_COLUMNS, updates, 2);
+    const list = valuesList(STUDENT_WRITE_COLUMNS, updates, 3);
     statements.push([
       `update students s set cohort_id = u.cohort_id, first_name = u.first_name, last_name = u.last_name,
-         external_id = u.external_id, phone = u.phone, graduation_date = u.graduation_date, is_alumni = u.is_alumni, updated_at = now()
+         external_id = u.external_id, phone = u.phone, graduation_date = u.graduation_date, is_alumni = u.is_alumni, updated_at = now(),
+         change_seq = $2::bigint
        from (values ${list.rows}) as u(${list.columns}) where s.id = u.id and s.university_id = $1`,
-      [universityId, ...list.params]]);
+      [universityId, changeSeq, ...list.params]]);
   }
   const addresses = changes.filter((c) => c.secondaryEmail !== null);
   if (addresses.length > 0) {
@@ -153,6 +161,10 @@ function writeStatements(universityId: string, changes: readonly Change[]): [str
       addresses, 2, ['$1::uuid']);
     statements.push([`insert into secondary_emails (university_id, ${list.columns}) values ${list.rows}`, [universityId, ...list.params]]);
   }
+  // The change feed: the cohorts a student joined or left show a new student_count.
+  const moves = changes.filter((c) => c.values.cohortId !== c.previousCohortId);
+  const stamp = cohortCountStamp(universityId, changeSeq, moves.flatMap((c) => [c.values.cohortId, c.previousCohortId]));
+  if (stamp) statements.push(stamp);
   const history = alumniHistoryStatement(changes.flatMap((c) => c.history.map((h) => ({ ...h, universityId, studentId: c.id }))));
   if (history) statements.push(history);
   return statements;
@@ -163,8 +175,9 @@ function writeStatements(universityId: string, changes: readonly Change[]): [str
  * for which nothing was written. The writes depend on the claims' outcome only, not on one
  * another's: they travel in one pipeline (statements on one connection run in the order sent).
  */
-export async function applyStudentChanges(tx: Queryable, universityId: string, changes: readonly Change[]): Promise<Set<number>> {
+export async function applyStudentChanges(tx: Queryable, universityId: string, changeSeq: ChangeSeq, changes: readonly Change[]): Promise<Set<number>> {
   const lost = await claimAddresses(tx, universityId, changes);
-  await Promise.all(writeStatements(universityId, changes.filter((c) => !lost.has(c.row.index))).map(([text, params]) => tx.query(text, params)));
+  const statements = writeStatements(universityId, changeSeq, changes.filter((c) => !lost.has(c.row.index)));
+  await Promise.all(statements.map(([text, params]) => tx.query(text, params)));
   return lost;
 }

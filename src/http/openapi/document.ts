@@ -7,29 +7,41 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
+import { LIMITS } from '../../limits.ts';
 import { resources } from '../../resources/registry.ts';
 import { meResponse } from '../me.ts';
 import { PARTNER_PREFIX } from '../prefixes.ts';
 import type { JsonSchema } from '../schemas.ts';
 import { BATCH_SCHEMAS } from './batch-schemas.ts';
+import { CHANGE_SCHEMAS } from './change-schemas.ts';
 import { HEADERS, PARAMETERS, READ_SCHEMAS, SECURITY_SCHEMES } from './components.ts';
 import { ERROR_SCHEMA, REFUSED_REQUEST, UNEXPECTED_ERROR, errorResponse, errorResponseName } from './error-responses.ts';
 import { type DocumentedOperation, OPERATIONS, OTHER_TAGS } from './operations.ts';
 
 /**
- * Every named schema: read rows and filters, batch writes, the token's description, the error
- * body. The token's is the route's TypeBox schema: JSON Schema, though not typed as openapi-types'.
+ * Every named schema: read rows and filters, batch writes, the change feed, the token's
+ * description, the error body. The token's is the route's TypeBox schema: JSON Schema, though not typed as openapi-types'.
  */
 const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
-  ...READ_SCHEMAS, ...BATCH_SCHEMAS, Me: meResponse as JsonSchema, Error: ERROR_SCHEMA,
+  ...READ_SCHEMAS, ...BATCH_SCHEMAS, ...CHANGE_SCHEMAS, Me: meResponse as JsonSchema, Error: ERROR_SCHEMA,
 };
 
 const INFO: OpenAPIV3_1.InfoObject = {
   title: 'Partner data service',
   version: '1.0.0',
   description: 'Career-services data for universities\' partners. Reads use the PostgREST query language on every list '
-    + 'endpoint; writes push cohorts and students in batches, with one outcome per row. Every error has the body '
-    + '`{code, message, details, hint}`.',
+    + 'endpoint; writes push cohorts and students in batches, with one outcome per row; the change feed answers what '
+    + 'changed since a cursor. Every error has the body `{code, message, details, hint}`.\n\n'
+    + '## A nightly sync\n\n'
+    + '1. The SIS checks tonight\'s batches with a dry run: the same writes with `Prefer: tx=rollback`, which answer every '
+    + 'row\'s outcome and write nothing.\n'
+    + '2. It pushes cohorts, then students, in batches of at most ' + LIMITS.batchRows + ' rows (`PUT /cohorts`, `PUT /students`), '
+    + 'each with an `Idempotency-Key` of its own; on 429 or 5xx it retries the same request with the same key after '
+    + '`Retry-After`, and a batch already written is answered from its key (`Idempotent-Replayed: true`), never written twice.\n'
+    + '3. A partner keeping a copy calls `GET /changes?since=<cursor>` while `has_more` is true, applies each entry '
+    + '(upsert `row` by `id`; delete the id of an `erased` tombstone), and stores `next_cursor` until the next night. '
+    + 'Without `since` it reads every row as it is now.\n\n'
+    + '`npx pds-sync` (in the service\'s repository) does steps 1 and 2 from CSV files; docs/nightly-sync.md there shows both jobs as scripts.',
   contact: { name: 'Partner support: the operator that issued your token' },
   license: { name: 'Proprietary: use under your data-sharing agreement with the operator', identifier: 'LicenseRef-Proprietary' },
 };

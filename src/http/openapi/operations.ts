@@ -4,21 +4,25 @@
  * under /v1 adds its entry here; test/openapi.test.ts fails while a route and the table disagree.
  */
 import type { OpenAPIV3_1 } from 'openapi-types';
-import { LIMITS } from '../../limits.ts';
+import { CHANGE_FEED_DEFAULTS, LIMITS } from '../../limits.ts';
+import type { Feed } from '../../query/changes.ts';
 import { READ_MEDIA_TYPES, type ReadMediaType, mediaTypeName } from '../../query/media-types.ts';
 import { type Resource, resources, resourcesByName } from '../../resources/registry.ts';
 import { WRITABLE_RESOURCES, type WritableResource } from '../../resources/write-shapes.ts';
 import type { WriteMode } from '../../writes/batch.ts';
+import { FEEDS, feedPath } from '../change-routes.ts';
 import { ME_PATH } from '../me.ts';
 import { PARTNER_PREFIX } from '../prefixes.ts';
 import type { JsonSchema } from '../schemas.ts';
 import type { RowRequirement } from '../write-schemas.ts';
+import { changePageSchemaName } from './change-schemas.ts';
 import {
   type ParameterName, RATE_LIMIT_HEADER_NAMES, filterParameter, headerRefs, parameterRef, resourceTitle, rowSchemaName, schemaRef, writeSchemaNames,
 } from './components.ts';
 
 /** The tags of the operations that are not about a resource (each resource is a tag of its own). */
 export const OTHER_TAGS = {
+  changes: 'The change feed: what was created, updated and erased among students and cohorts since a cursor.',
   token: 'The calling token.',
   service: 'The service itself: its probes and this description.',
 } as const;
@@ -144,6 +148,46 @@ const ME_OPERATION: DocumentedOperation = {
   },
 };
 
+const FEED_PARAMETERS: OpenAPIV3_1.ParameterObject[] = [
+  {
+    name: 'since', in: 'query', required: false, schema: { type: 'string' },
+    description: 'The `next_cursor` of the previous page of the same feed, unchanged. Left out: from the start, every row as it is now.',
+  },
+  {
+    name: 'limit', in: 'query', required: false,
+    schema: { type: 'integer', minimum: 1, maximum: LIMITS.changesPerResponse, default: CHANGE_FEED_DEFAULTS.pageChanges },
+    description: 'Entries per page.',
+  },
+];
+
+function changesOperation(feed: Feed): DocumentedOperation {
+  const what = feed === 'all' ? 'students and cohorts' : feed;
+  return {
+    method: 'get',
+    url: `${PARTNER_PREFIX}${feedPath(feed)}`,
+    errors: [400, 401, 406, 429, 503],
+    operation: {
+      operationId: feed === 'all' ? 'listChanges' : `list${rowSchemaName(resourcesByName.get(feed)!)}Changes`,
+      tags: ['changes'],
+      summary: `Changes to ${what} since a cursor`,
+      description: `What was created, updated and erased among the scope's ${what} since \`since\`, in commit order per university, `
+        + 'with the cursor for the next call. Each created or updated row appears once, as it is now; an erased row is a tombstone with '
+        + 'its id alone. Replaying the feed from the start and applying every entry gives exactly what a full read shows. '
+        + 'Call again with `next_cursor` while `has_more` is true, then store the cursor until the next sync: cursors do not expire, '
+        + 'tombstones are kept indefinitely. A malformed cursor, or one of another feed, is 400 `INVALID_CURSOR`. '
+        + 'Counts against the read rate limit.',
+      parameters: FEED_PARAMETERS,
+      responses: {
+        200: {
+          description: 'A page of changes.',
+          headers: headerRefs(RATE_LIMIT_HEADER_NAMES),
+          content: { 'application/json': { schema: schemaRef(changePageSchemaName(feed)) } },
+        },
+      },
+    },
+  };
+}
+
 const statusBody = (status: string): JsonSchema => ({ type: 'object', required: ['status'], properties: { status: { const: status } } });
 
 /** The probes (served at the root, without a token) and this description. */
@@ -192,6 +236,7 @@ const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
 export const OPERATIONS: readonly DocumentedOperation[] = [
   ...resources.map(readOperation),
   ...WRITABLE_RESOURCES.flatMap((resource) => Object.values(WRITE_METHODS).map((method) => writeOperation(resource, method))),
+  ...FEEDS.map(changesOperation),
   ME_OPERATION,
   ...SERVICE_OPERATIONS,
 ];

@@ -1,0 +1,34 @@
+/**
+ * GET /v1/changes and GET /v1/changes/<resource> (students, cohorts): the change feed
+ * (src/query/changes.ts, docs/api.md "Change feed"). One path segment more than a resource's, so
+ * the feed of a resource never takes a name a resource could have; `changes` itself may be no
+ * resource's name. Counts against the read rate limit like a read.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Database } from '../db/database.ts';
+import { type Feed, parseChangesRequest, readChanges } from '../query/changes.ts';
+import { requireJsonAccept } from '../query/media-types.ts';
+import { FEED_RESOURCES, resourcesByName } from '../resources/registry.ts';
+import type { RateLimitHooks } from './rate-limits.ts';
+
+export const CHANGES_PATH = 'changes';
+
+/** The URL of a feed under the partner prefix. */
+export const feedPath = (feed: Feed): string => (feed === 'all' ? `/${CHANGES_PATH}` : `/${CHANGES_PATH}/${feed}`);
+
+export const FEEDS: readonly Feed[] = ['all', ...FEED_RESOURCES];
+
+function feedHandler(db: Database, feed: Feed) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    requireJsonAccept(request.headers.accept);
+    const changes = parseChangesRequest(feed, request.query as Record<string, unknown>);
+    const body = await readChanges(db, request.principal, changes);
+    return reply.type('application/json; charset=utf-8').send(request.method === 'HEAD' ? undefined : body);
+  };
+}
+
+export function registerChangeRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks }): void {
+  // A resource of this name would be shadowed by the feed (a static route wins over /:resource).
+  if (resourcesByName.has(CHANGES_PATH)) throw new Error(`"${CHANGES_PATH}" is the change feed's path; no resource may take that name.`);
+  for (const feed of FEEDS) app.get(feedPath(feed), { preHandler: deps.limits.read }, feedHandler(deps.db, feed));
+}

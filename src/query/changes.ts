@@ -1,0 +1,205 @@
+/**
+ * The change feed (docs/api.md, "Change feed"): what was created, updated and erased among a
+ * scope's students and cohorts since a cursor, in commit order per university.
+ *
+ * Every transaction that changes a university's students or cohorts draws the university's next
+ * change number under its lock and stamps the rows it writes with it (src/db/locks.ts,
+ * src/domain/change-stamps.ts); an erasure leaves a tombstone with the id alone. A feed entry is
+ * a row as it is now, placed at its last change number, so a row changed twice since the cursor
+ * appears once; its position is (change number, resource, id), and the cursor holds, for each
+ * university, the position of the last entry the reader was given.
+ *
+ * A page reads first each university's last committed change number, then the entries up to it.
+ * Every number up to it had committed by the first statement, so the second sees all of them,
+ * however Citus splits it into steps run at different moments: an entry can only leave that
+ * window by changing again, to a number above it, where the next page finds it. Entries of a
+ * transaction still running come after the window, and after every cursor a page gives out.
+ */
+import { Type } from 'typebox';
+import { Value } from 'typebox/value';
+import { arrayLiteral } from '../db/array-literal.ts';
+import type { Database, Scope } from '../db/database.ts';
+import { Parameters } from '../db/parameters.ts';
+import type { Queryable } from '../db/store.ts';
+import { apiError } from '../errors.ts';
+import { CHANGE_FEED_DEFAULTS, LIMITS } from '../limits.ts';
+import { FEED_RESOURCES, type FeedResource, resourcesByName } from '../resources/registry.ts';
+
+/** A feed follows every resource of FEED_RESOURCES, or one of them. */
+export type Feed = 'all' | FeedResource;
+
+const UUID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+
+/** A university's position: the last entry given out, as [change number, resource, id]. */
+type Position = readonly [seq: number, resource: string, id: string];
+
+/** Before every entry: below change number 0, which rows written before the feed existed carry. */
+const START: Position = [-1, '', '00000000-0000-0000-0000-000000000000'];
+
+/** The cursor's content; it travels as base64url of this JSON, and is read back against this schema. */
+const CURSOR_SCHEMA = Type.Object({
+  v: Type.Literal(1),
+  feed: Type.Enum(['all', ...FEED_RESOURCES]),
+  at: Type.Record(Type.String({ pattern: UUID_PATTERN }), Type.Tuple([
+    Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.Enum([...FEED_RESOURCES]), Type.String({ pattern: UUID_PATTERN }),
+  ]), { additionalProperties: false }),
+}, { additionalProperties: false });
+
+interface CursorContent {
+  readonly v: 1;
+  readonly feed: Feed;
+  readonly at: Readonly<Record<string, Position>>;
+}
+
+export function encodeCursor(feed: Feed, at: Readonly<Record<string, Position>>): string {
+  const content: CursorContent = { v: 1, feed, at };
+  return Buffer.from(JSON.stringify(content)).toString('base64url');
+}
+
+/** The positions a `since` cursor holds, checked strictly: anything but a cursor this feed gave out is INVALID_CURSOR. */
+export function decodeCursor(feed: Feed, since: string): ReadonlyMap<string, Position> {
+  const bytes = Buffer.from(since, 'base64url');
+  // Node's decoder skips what is not base64url; only a text that encodes back to itself is one.
+  if (since === '' || bytes.toString('base64url') !== since) throw apiError('INVALID_CURSOR', 'it is not base64url');
+  let content: unknown;
+  try {
+    content = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw apiError('INVALID_CURSOR', 'it does not hold a position');
+  }
+  if (!Value.Check(CURSOR_SCHEMA, content)) throw apiError('INVALID_CURSOR', 'it does not hold a position');
+  const cursor = content as CursorContent;
+  if (cursor.feed !== feed) throw apiError('INVALID_CURSOR', `it belongs to the ${cursor.feed === 'all' ? 'whole' : cursor.feed} feed`);
+  const misplaced = Object.values(cursor.at).find(([, resource]) => feed !== 'all' && resource !== feed);
+  if (misplaced) throw apiError('INVALID_CURSOR', `it holds a position among ${misplaced[1]}`);
+  return new Map(Object.entries(cursor.at));
+}
+
+export interface ChangesRequest {
+  readonly feed: Feed;
+  /** Null: from the start. */
+  readonly since: string | null;
+  readonly limit: number;
+}
+
+/** The feed's query parameters, `since` and `limit`, each at most once; anything else is refused. */
+export function parseChangesRequest(feed: Feed, query: Readonly<Record<string, unknown>>): ChangesRequest {
+  const unknown = Object.keys(query).find((name) => name !== 'since' && name !== 'limit');
+  if (unknown !== undefined) throw apiError('INVALID_PARAMETER', `the change feed takes since and limit, not ${unknown}`);
+  const { since, limit } = query;
+  if (Array.isArray(since) || Array.isArray(limit)) throw apiError('INVALID_PARAMETER', 'since and limit may each be sent once');
+  if (limit !== undefined && (!/^[1-9][0-9]{0,6}$/.test(String(limit)) || Number(limit) > LIMITS.changesPerResponse)) {
+    throw apiError('INVALID_PARAMETER', `limit must be a whole number from 1 to ${LIMITS.changesPerResponse}`);
+  }
+  return {
+    feed,
+    since: since === undefined ? null : String(since),
+    limit: limit === undefined ? CHANGE_FEED_DEFAULTS.pageChanges : Number(limit),
+  };
+}
+
+/** One university's window: after its position, up to its last committed change number. */
+interface Window {
+  readonly universityId: string;
+  readonly after: Position;
+  readonly through: string;
+}
+
+/** `(seq, resource, id) > position` for each window's university, or'ed; one university needs no or. */
+function windowsSql(windows: readonly Window[], seq: string, resource: string, id: string, params: Parameters, upTo: boolean): string {
+  const terms = windows.map((w) => {
+    const [afterSeq, afterResource, afterId] = [params.add(String(w.after[0])), params.add(w.after[1]), params.add(w.after[2])];
+    const through = upTo ? ` AND ${seq} <= ${params.add(w.through)}::bigint` : '';
+    return `(university_id = ${params.add(w.universityId)}::uuid AND ${seq} >= ${afterSeq}::bigint${through}`
+      + ` AND (${seq}, ${resource}, ${id}) > (${afterSeq}::bigint, ${afterResource}::text, ${afterId}::uuid))`;
+  });
+  return terms.length === 1 ? terms[0] : `(${terms.join(' OR ')})`;
+}
+
+/** The scope's universities as the statement names them: `= $n` or `= ANY($n)`, which Citus routes by. */
+function tenantSql(universityIds: readonly string[], params: Parameters): string {
+  return universityIds.length === 1
+    ? `university_id = ${params.add(universityIds[0])}::uuid`
+    : `university_id = ANY(${params.add(arrayLiteral(universityIds))}::uuid[])`;
+}
+
+/**
+ * The entries of one resource's rows: each the row in its read shape (the registry's columns), as
+ * `created` when the row was created after the reader's position, `updated` otherwise.
+ */
+function rowsSql(resource: FeedResource, windows: readonly Window[], limit: string, params: Parameters): string {
+  const { relation, columns } = resourcesByName.get(resource)!;
+  const name = `${params.add(resource)}::text`;
+  const row = `json_build_object(${columns.map((c) => `${params.add(c.name)}::text, "${c.name}"`).join(', ')})`;
+  const created = windowsSql(windows, 'created_seq', name, 'id', params, false);
+  const entry = `json_build_object('resource', ${name}, 'id', id, 'change', CASE WHEN ${created} THEN 'created' ELSE 'updated' END, 'row', ${row})`;
+  return `(SELECT change_seq AS seq, university_id, ${name} AS resource, id, ${entry}::text AS entry FROM "${relation}"`
+    + ` WHERE ${tenantSql(windows.map((w) => w.universityId), params)} AND ${windowsSql(windows, 'change_seq', name, 'id', params, true)}`
+    + ` ORDER BY change_seq, university_id, id LIMIT ${limit})`;
+}
+
+/** The tombstones of erased rows: the resource and the id, nothing else. */
+function tombstonesSql(resources: readonly FeedResource[], windows: readonly Window[], limit: string, params: Parameters): string {
+  const entry = `json_build_object('resource', resource, 'id', id, 'change', 'erased')`;
+  return `(SELECT change_seq AS seq, university_id, resource, id, ${entry}::text AS entry FROM change_tombstones`
+    + ` WHERE ${tenantSql(windows.map((w) => w.universityId), params)} AND resource = ANY(${params.add(arrayLiteral(resources))}::text[])`
+    + ` AND ${windowsSql(windows, 'change_seq', 'resource', 'id', params, true)}`
+    + ` ORDER BY change_seq, university_id, resource, id LIMIT ${limit})`;
+}
+
+/** The page's entries in feed order, one more than asked for so that has_more is known. */
+export function buildChangesStatement(feed: Feed, windows: readonly Window[], limit: number): { text: string; params: readonly string[] } {
+  const params = new Parameters();
+  const resources = feed === 'all' ? FEED_RESOURCES : [feed];
+  const oneMore = `${params.add(String(limit + 1))}::bigint`;
+  const parts = [...resources.map((r) => rowsSql(r, windows, oneMore, params)), tombstonesSql(resources, windows, oneMore, params)];
+  return {
+    // Qualified: a bare `seq` would name the output column, text, and order 10 before 9.
+    text: `SELECT c.seq::text AS seq, c.university_id, c.resource, c.id, c.entry FROM (${parts.join(' UNION ALL ')}) c`
+      + ` ORDER BY c.seq, c.university_id, c.resource, c.id LIMIT ${oneMore}`,
+    params: params.values,
+  };
+}
+
+interface EntryRow {
+  seq: string;
+  university_id: string;
+  resource: string;
+  id: string;
+  entry: string;
+}
+
+/** Each university's last committed change number; 0 for one that never changed (rows written before the feed carry 0). */
+async function committedThrough(tx: Queryable, universityIds: readonly string[]): Promise<Map<string, string>> {
+  const rows = await tx.query<{ university_id: string; change_seq: string | number | bigint }>(
+    'SELECT university_id, change_seq FROM tenants WHERE university_id = ANY($1::uuid[])', [arrayLiteral(universityIds)]);
+  const through = new Map(universityIds.map((id) => [id, '0']));
+  for (const row of rows) through.set(row.university_id, String(row.change_seq));
+  return through;
+}
+
+/**
+ * One page of the feed as the JSON body: `changes` in feed order, `next_cursor` to send as
+ * `since` next time (the positions carried over for universities the page did not reach), and
+ * `has_more`. Universities of the cursor outside the scope are dropped: their changes are not
+ * the caller's to see.
+ */
+export function readChanges(db: Database, scope: Scope, request: ChangesRequest): Promise<string> {
+  const positions = request.since === null ? new Map<string, Position>() : decodeCursor(request.feed, request.since);
+  if (scope.universityIds.length === 0) return Promise.resolve(changesBody(request.feed, [], {}, false));
+  return db.asPartner(scope, async (tx) => {
+    const through = await committedThrough(tx, scope.universityIds);
+    const windows = scope.universityIds.map((universityId) => ({ universityId, after: positions.get(universityId) ?? START, through: through.get(universityId)! }));
+    const statement = buildChangesStatement(request.feed, windows, request.limit);
+    const rows = await tx.query<EntryRow>(statement.text, statement.params);
+    const page = rows.slice(0, request.limit);
+    const at: Record<string, Position> = {};
+    for (const w of windows) if (w.after !== START) at[w.universityId] = w.after;
+    for (const row of page) at[row.university_id] = [Number(row.seq), row.resource, row.id];
+    return changesBody(request.feed, page.map((r) => r.entry), at, rows.length > request.limit);
+  }, { readOnly: true });
+}
+
+/** The page's body around the entries PostgreSQL wrote. */
+const changesBody = (feed: Feed, entries: readonly string[], at: Readonly<Record<string, Position>>, hasMore: boolean): string =>
+  `{"changes":[${entries.join(',')}],"next_cursor":${JSON.stringify(encodeCursor(feed, at))},"has_more":${hasMore}}`;

@@ -1,0 +1,309 @@
+/**
+ * The change feed through HTTP on every store: creates, updates and erasures appear in commit
+ * order with an opaque cursor; a tombstone carries only the id; a partner that replays the feed
+ * from the start and applies it holds exactly what a full read shows (cohorts' student counts
+ * included); a malformed cursor is 400; a consortium sees its members and nothing else; a cursor
+ * outlives the app that gave it out; and a reader following the feed while writers run batches
+ * and erasures ends with a full read's rows, having skipped no change.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { setImmediate } from 'node:timers/promises';
+import { Database } from '../src/db/database.ts';
+import { openPostgresStore } from '../src/db/postgres-store.ts';
+import { buildApp } from '../src/http/app.ts';
+import { LIMITS } from '../src/limits.ts';
+import { ADMIN_KEY, Harness, storeBackends } from './support/harness.ts';
+import { DescriptionValidator } from './support/openapi.ts';
+
+interface Entry {
+  resource: 'students' | 'cohorts';
+  id: string;
+  change: 'created' | 'updated' | 'erased';
+  row?: Record<string, unknown>;
+}
+
+interface Page {
+  changes: Entry[];
+  next_cursor: string;
+  has_more: boolean;
+}
+
+const cohort = (name: string, overrides: Record<string, unknown> = {}) => ({
+  name, display_name: name.toUpperCase(), program: 'History', degree: 'BA',
+  start_date: '2025-09-01', end_date: '2999-06-30', intake_year: 2025, intake_term: 'Fall', ...overrides,
+});
+
+/** A partner's copy: the rows the feed gave, by resource and id. */
+class Mirror {
+  readonly rows = new Map<string, Record<string, unknown>>();
+  readonly seen = new Set<string>();
+  apply(entries: readonly Entry[]): void {
+    for (const e of entries) {
+      const key = `${e.resource}/${e.id}`;
+      this.seen.add(key);
+      if (e.change === 'erased') this.rows.delete(key);
+      else this.rows.set(key, e.row!);
+    }
+  }
+  of(resource: string): Record<string, unknown>[] {
+    return [...this.rows].filter(([k]) => k.startsWith(`${resource}/`)).map(([, r]) => r).sort((a, b) => String(a.id).localeCompare(String(b.id)));
+  }
+}
+
+for (const backend of storeBackends()) {
+  describe(`change feed on ${backend}`, () => {
+    let h: Harness;
+    let consortium: string;
+    let north: string;
+    let south: string;
+    let northWriter: string;
+    let southWriter: string;
+    let northReader: string;
+    let consortiumReader: string;
+    let serial = 0;
+
+    const write = async (token: string, method: 'PUT' | 'PATCH', resource: 'students' | 'cohorts', rows: unknown[]) => {
+      const res = await h.request({
+        method, url: `/v1/${resource}`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ [resource]: rows }),
+      });
+      assert.equal(res.status, 200, res.body);
+      assert.equal(res.json.counts.rejected, 0, res.body);
+      return res.json;
+    };
+    const student = (tag: string, cohortName: string, overrides: Record<string, unknown> = {}) => ({
+      email: `${tag}.${++serial}@feed.example.edu`, first_name: 'Ada', last_name: `Row ${serial}`, cohort_name: cohortName, is_alumni: false, ...overrides,
+    });
+    const page = async (token: string, path = '/v1/changes', query: Record<string, string> = {}): Promise<Page> => {
+      const res = await h.get(`${path}?${new URLSearchParams(query)}`, token);
+      assert.equal(res.status, 200, res.body);
+      return res.json;
+    };
+    /** Every page from `since` until the feed has no more; the entries in order and the cursor to keep. */
+    const follow = async (token: string, since: string | null, options: { path?: string; limit?: number } = {}) => {
+      const entries: Entry[] = [];
+      let cursor = since;
+      for (;;) {
+        const p = await page(token, options.path, { ...(cursor ? { since: cursor } : {}), ...(options.limit ? { limit: String(options.limit) } : {}) });
+        entries.push(...p.changes);
+        cursor = p.next_cursor;
+        if (!p.has_more) return { entries, cursor };
+      }
+    };
+    const fullRead = async (token: string, resource: string) => {
+      const res = await h.get(`/v1/${resource}?order=id`, token);
+      assert.equal(res.status, 200, res.body);
+      return res.json as Record<string, unknown>[];
+    };
+    const erase = async (id: string) => assert.equal((await h.admin('DELETE', `/students/${id}`)).status, 204);
+
+    before(async () => {
+      h = await Harness.start(backend);
+      consortium = (await h.admin('POST', '/consortia', { name: 'Feed Consortium' })).json.id;
+      north = (await h.admin('POST', '/universities', { name: 'North Feed', consortium_id: consortium })).json.id;
+      south = (await h.admin('POST', '/universities', { name: 'South Feed', consortium_id: consortium })).json.id;
+      northWriter = (await h.admin('POST', '/tokens', { university_id: north, can_write: true })).json.token;
+      southWriter = (await h.admin('POST', '/tokens', { university_id: south, can_write: true })).json.token;
+      northReader = (await h.admin('POST', '/tokens', { university_id: north })).json.token;
+      consortiumReader = (await h.admin('POST', '/tokens', { consortium_id: consortium })).json.token;
+      await write(northWriter, 'PUT', 'cohorts', [cohort('n-2025'), cohort('n-2026')]);
+      await write(southWriter, 'PUT', 'cohorts', [cohort('s-2025')]);
+    });
+    after(() => h.close());
+
+    test('creates, updates and erasures appear after the cursor; a tombstone carries only the id', async () => {
+      const start = await follow(northReader, null);
+      const [ada, ben] = [student('ada', 'n-2025', { phone: '+441234567890' }), student('ben', 'n-2025')];
+      const created = await write(northWriter, 'PUT', 'students', [ada, ben]);
+      const [adaId, benId] = created.results.map((r: { id: string }) => r.id);
+
+      const afterCreate = await follow(northReader, start.cursor);
+      const adaCreated = afterCreate.entries.find((e) => e.id === adaId)!;
+      assert.equal(adaCreated.change, 'created');
+      assert.equal(adaCreated.row!.email, ada.email);
+      assert.deepEqual(afterCreate.entries.filter((e) => e.resource === 'cohorts').map((e) => e.change), ['updated'], 'the cohort shows its new count');
+
+      await write(northWriter, 'PATCH', 'students', [{ email: ben.email, last_name: 'Renamed' }]);
+      const afterUpdate = await follow(northReader, afterCreate.cursor);
+      assert.deepEqual(afterUpdate.entries.map((e) => [e.id, e.change, e.row?.last_name]), [[benId, 'updated', 'Renamed']]);
+
+      await erase(adaId);
+      const afterErase = await follow(northReader, afterUpdate.cursor);
+      const tombstone = afterErase.entries.find((e) => e.resource === 'students')!;
+      assert.deepEqual(tombstone, { resource: 'students', id: adaId, change: 'erased' });
+      const res = await h.get(`/v1/changes?since=${afterUpdate.cursor}`, northReader);
+      assert.ok(!res.body.includes(ada.email) && !res.body.includes('+441234567890'), 'the erased personal data is not in the feed');
+
+      // Nothing since: an empty page, and the cursor stays usable.
+      const idle = await page(northReader, '/v1/changes', { since: afterErase.cursor });
+      assert.deepEqual([idle.changes, idle.has_more], [[], false]);
+      // A replayed batch that changes nothing adds nothing.
+      await write(northWriter, 'PUT', 'students', [{ ...ben, last_name: 'Renamed' }]);
+      assert.deepEqual((await page(northReader, '/v1/changes', { since: idle.next_cursor })).changes, []);
+      // The app's events on a student are changes too.
+      assert.equal((await h.admin('POST', `/students/${benId}/sign-in`)).status, 200);
+      assert.equal((await h.admin('POST', `/students/${benId}/graduation-date`, { graduation_date: '2020-06-30' })).status, 200);
+      const events = await follow(northReader, idle.next_cursor);
+      assert.deepEqual(events.entries.map((e) => [e.id, e.change, e.row?.account_status, e.row?.graduation_date]),
+        [[benId, 'updated', 'claimed', '2020-06-30']]);
+    });
+
+    test('replaying the feed from the start in small pages gives exactly what a full read shows', async () => {
+      const rows = Array.from({ length: 7 }, () => student('replay', 'n-2025'));
+      const { results } = await write(northWriter, 'PUT', 'students', rows);
+      await write(northWriter, 'PATCH', 'students', rows.slice(0, 3).map((r) => ({ email: r.email, cohort_name: 'n-2026' })));
+      await write(northWriter, 'PATCH', 'cohorts', [{ name: 'n-2026', display_name: 'Renamed cohort' }]);
+      await erase(results[4].id);
+
+      const mirror = new Mirror();
+      const replay = await follow(northReader, null, { limit: 3 });
+      mirror.apply(replay.entries);
+      assert.deepEqual(mirror.of('students'), await fullRead(northReader, 'students'));
+      assert.deepEqual(mirror.of('cohorts'), await fullRead(northReader, 'cohorts'));
+      const positions = replay.entries.map((e) => `${e.resource}/${e.id}`);
+      assert.equal(new Set(positions).size, positions.length, 'a row changed several times appears once, as it is now');
+    });
+
+    test('a resource\'s own feed holds only that resource, and its cursor is its own', async () => {
+      const students = await follow(northReader, null, { path: '/v1/changes/students' });
+      assert.ok(students.entries.length > 0);
+      assert.ok(students.entries.every((e) => e.resource === 'students'));
+      const mirror = new Mirror();
+      mirror.apply(students.entries);
+      assert.deepEqual(mirror.of('students'), await fullRead(northReader, 'students'));
+      const cohorts = await follow(northReader, null, { path: '/v1/changes/cohorts' });
+      assert.ok(cohorts.entries.every((e) => e.resource === 'cohorts'));
+      const misused = await h.get(`/v1/changes?since=${students.cursor}`, northReader);
+      assert.equal(misused.status, 400);
+      assert.equal(misused.json.code, 'INVALID_CURSOR');
+    });
+
+    test('pages of every feed, tombstones included, and a refused cursor match the OpenAPI description', async () => {
+      const v = new DescriptionValidator((await h.get('/v1/openapi.json', null)).json);
+      for (const path of ['/v1/changes', '/v1/changes/students', '/v1/changes/cohorts']) {
+        const res = await h.get(`${path}?limit=2`, consortiumReader);
+        assert.equal(res.status, 200, res.body);
+        assert.ok(res.json.changes.length > 0, path);
+        assert.deepEqual(v.bodyProblems('GET', path, 200, res.json), [], path);
+        const rest = await follow(consortiumReader, res.json.next_cursor, { path });
+        assert.deepEqual(v.bodyProblems('GET', path, 200, { changes: rest.entries, next_cursor: rest.cursor, has_more: false }), [], path);
+      }
+      const refused = await h.get('/v1/changes?since=nonsense!', northReader);
+      assert.deepEqual(v.bodyProblems('GET', '/v1/changes', 400, refused.json), []);
+    });
+
+    test('a malformed cursor, limit or parameter is a 400 with its catalogue code', async () => {
+      const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+      const { cursor } = await follow(northReader, null);
+      const position = JSON.parse(Buffer.from(cursor!, 'base64url').toString()).at[north];
+      const badCursors = [
+        'not a cursor!', 'e30', encode([1]), encode({ v: 2, feed: 'all', at: {} }), encode({ v: 1, feed: 'all', at: {}, extra: 1 }),
+        encode({ v: 1, feed: 'all', at: { 'not-a-uuid': position } }), encode({ v: 1, feed: 'all', at: { [north]: [-1, 'students', north] } }),
+        encode({ v: 1, feed: 'all', at: { [north]: [1.5, 'students', north] } }), encode({ v: 1, feed: 'all', at: { [north]: [1, 'resumes', north] } }),
+        `${cursor}=`, Buffer.from('{"v":1,').toString('base64url'),
+      ];
+      for (const since of badCursors) {
+        const res = await h.get(`/v1/changes?since=${encodeURIComponent(since)}`, northReader);
+        assert.equal(res.status, 400, since);
+        assert.equal(res.json.code, 'INVALID_CURSOR', since);
+      }
+      for (const query of ['limit=0', `limit=${LIMITS.changesPerResponse + 1}`, 'limit=ten', 'limit=1&limit=2', 'since=a&since=b', 'resource=students']) {
+        const res = await h.get(`/v1/changes?${query}`, northReader);
+        assert.equal(res.status, 400, query);
+        assert.equal(res.json.code, 'INVALID_PARAMETER', query);
+      }
+    });
+
+    test('a consortium follows its members; a university never sees another\'s changes', async () => {
+      const southRows = [student('south', 's-2025'), student('south', 's-2025')];
+      const { results } = await write(southWriter, 'PUT', 'students', southRows);
+      await erase(results[1].id);
+      await write(northWriter, 'PUT', 'students', [student('north', 'n-2025')]);
+
+      const mirror = new Mirror();
+      const all = await follow(consortiumReader, null, { limit: 4 });
+      mirror.apply(all.entries);
+      assert.deepEqual(mirror.of('students'), await fullRead(consortiumReader, 'students'));
+      assert.deepEqual(mirror.of('cohorts'), await fullRead(consortiumReader, 'cohorts'));
+      assert.deepEqual(Object.keys(JSON.parse(Buffer.from(all.cursor!, 'base64url').toString()).at).sort(), [north, south].sort());
+
+      const southIds = new Set((await h.sql<{ id: string }>('select id from students where university_id = $1 union all select id from cohorts where university_id = $1', [south])).map((r) => r.id));
+      southIds.add(results[1].id);
+      const northOnly = await follow(northReader, null);
+      assert.ok(northOnly.entries.length > 0);
+      assert.ok(northOnly.entries.every((e) => !southIds.has(e.id)), 'a south row reached a north token');
+      // A consortium's cursor given to a university's token: the other member's position is not its to use.
+      const narrowed = await page(northReader, '/v1/changes', { since: all.cursor! });
+      assert.deepEqual(Object.keys(JSON.parse(Buffer.from(narrowed.next_cursor, 'base64url').toString()).at), [north]);
+    });
+
+    test('a cursor outlives the app that gave it out', async () => {
+      const { cursor } = await follow(northReader, null);
+      const fresh = student('restart', 'n-2025');
+      await write(northWriter, 'PUT', 'students', [fresh]);
+      // Another app, on a connection of its own where the store is a server; PGlite has one session.
+      const store = backend === 'pglite' ? h.store : openPostgresStore(h.testStore.url!, 2);
+      const restarted = await buildApp({ adminKey: ADMIN_KEY, redisUrl: undefined, readLimitPerMin: 100_000, writeLimitPerMin: 100_000, logLevel: 'silent' },
+        new Database(store, 5_000));
+      try {
+        const res = await restarted.inject({ method: 'GET', url: `/v1/changes?since=${cursor}`, headers: { authorization: `Bearer ${northReader}` } });
+        assert.equal(res.statusCode, 200, res.body);
+        const students = (res.json() as Page).changes.filter((e) => e.resource === 'students');
+        assert.deepEqual(students.map((e) => [e.row!.email, e.change]), [[fresh.email, 'created']]);
+      } finally {
+        await restarted.close();
+        if (store !== h.store) await store.close();
+      }
+    });
+
+    test('a reader following the feed while writers run batches and erasures skips no change', async () => {
+      const mirror = new Mirror();
+      const start = await follow(consortiumReader, null);
+      mirror.apply(start.entries);
+      let cursor = start.cursor;
+
+      const created: string[] = [];
+      const writer = async (token: string, cohortNames: [string, string], tag: string) => {
+        for (let round = 0; round < 6; round++) {
+          const rows = Array.from({ length: 20 }, () => student(`${tag}${round}`, cohortNames[0]));
+          const { results } = await write(token, 'PUT', 'students', rows);
+          created.push(...results.map((r: { id: string }) => r.id));
+          await write(token, 'PATCH', 'students', rows.slice(0, 10).map((r) => ({ email: r.email, cohort_name: cohortNames[1], last_name: `Moved ${round}` })));
+          await erase(results[round].id);
+          // The reader reads while the other writer goes on: every round is followed by a read.
+          await nextRead();
+        }
+      };
+      let writing = true;
+      let pagesWithChanges = 0;
+      let readWaiters: (() => void)[] = [];
+      const nextRead = () => new Promise<void>((resolve) => readWaiters.push(resolve));
+      const reader = async () => {
+        while (writing) {
+          const waiting = readWaiters;
+          readWaiters = [];
+          const p = await follow(consortiumReader, cursor, { limit: 25 });
+          if (p.entries.length > 0) pagesWithChanges++;
+          mirror.apply(p.entries);
+          cursor = p.cursor;
+          for (const resume of waiting) resume();
+          // A turn for the writers: on PGlite every step of a read can be a microtask.
+          await setImmediate();
+        }
+      };
+      const readerDone = reader();
+      await write(southWriter, 'PUT', 'cohorts', [cohort('s-2026')]);
+      await Promise.all([writer(northWriter, ['n-2025', 'n-2026'], 'cn'), writer(southWriter, ['s-2025', 's-2026'], 'cs')]).finally(() => {
+        writing = false;
+      });
+      await readerDone;
+      assert.ok(pagesWithChanges > 1, 'the reader never read while the writers wrote: the test proves nothing');
+      mirror.apply((await follow(consortiumReader, cursor, { limit: 25 })).entries);
+
+      assert.deepEqual(mirror.of('students'), await fullRead(consortiumReader, 'students'));
+      assert.deepEqual(mirror.of('cohorts'), await fullRead(consortiumReader, 'cohorts'));
+      assert.ok(created.every((id) => mirror.seen.has(`students/${id}`)), 'a created student never reached the reader');
+    });
+  });
+}
