@@ -55,6 +55,17 @@ for (const backend of storeBackends()) {
       assert.deepEqual({ ...(await store.query('select 1 as one'))[0] }, { one: 1 });
     });
 
+    // Reported in review: with BEGIN and the settings in one message, a settings text the server
+    // could not parse took the BEGIN with it, and the statements behind ran in autocommit as the
+    // login role, outside row-level security, and stayed written.
+    test('settings the server cannot parse: nothing behind them runs outside the transaction', async () => {
+      await store.exec('create table if not exists unparsed_settings_probe (who text)');
+      const unparsable = { settings: "set local pds.scope = 'unclosed" };
+      await assert.rejects(store.queryInTransaction(`insert into unparsed_settings_probe values (current_user)`, [], unparsable), { code: '42601' });
+      await assert.rejects(store.transaction((tx) => tx.query(`insert into unparsed_settings_probe values (current_user)`), unparsable), { code: '42601' });
+      assert.deepEqual([...await store.query('select who from unparsed_settings_probe')], []);
+    });
+
     test('a read-only transaction refuses a write', async () => {
       await assert.rejects(db.queryAsPartner(SCOPE, 'insert into tenants (university_id) values ($1)', [SCOPE.universityIds[0]], { readOnly: true }), { code: '25006' });
       assert.deepEqual({ ...(await store.query('select 1 as one'))[0] }, { one: 1 });

@@ -3,7 +3,7 @@ import postgres from 'postgres';
 import { parseArrayLiteral } from './array-literal.ts';
 import { Pool, TimeoutError } from 'tarn';
 import {
-  type PoolStats, type Queryable, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginSql, pipelined,
+  type PoolStats, type Queryable, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
 } from './store.ts';
 
 const arrayOf = (parse: (element: string) => unknown) => (literal: string) =>
@@ -285,14 +285,14 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     exec: (text) => once((tx) => tx.exec(text)),
     firstColumn: (text) => once((tx) => tx.firstColumn(text)),
     /**
-     * BEGIN (with the settings, in one message) is not awaited: it travels in one pipeline with
+     * BEGIN and the settings (src/db/store.ts beginMessages) are not awaited: it travels in one pipeline with
      * the callback's first statements, so a one-query transaction costs two round trips, not four.
      */
     async transaction(fn, options = {}) {
       const lease = await pool.lease(options.storeWaitMs);
       const tx = lease.queryable();
       try {
-        const result = await pipelined(tx.exec(beginSql(options)), () => fn(tx));
+        const result = await pipelined(Promise.all(beginMessages(options).map((message) => tx.exec(message))), () => fn(tx));
         await tx.exec('commit');
         return result;
       } catch (error) {
@@ -314,14 +314,15 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       const lease = await pool.lease(options.storeWaitMs);
       const tx = lease.queryable();
       try {
-        const outcomes = await Promise.allSettled([tx.exec(beginSql(options)), tx.query<T>(text, params), tx.exec('commit')]);
+        const begin = beginMessages(options);
+        const outcomes = await Promise.allSettled([...begin.map((message) => tx.exec(message)), tx.query<T>(text, params), tx.exec('commit')]);
         const failed = outcomes.find((outcome) => outcome.status === 'rejected');
         if (failed) {
           // As in transaction(): a session that cannot answer a ROLLBACK (one whose connect was refused) is ended.
           if (!lease.session.lost) await rollBack(lease);
           throw failed.reason;
         }
-        return (outcomes[1] as PromiseFulfilledResult<T[]>).value;
+        return (outcomes[begin.length] as PromiseFulfilledResult<T[]>).value;
       } finally {
         pool.release(lease);
       }

@@ -143,10 +143,15 @@ export function transactionPreamble(options: TransactionOptions): string {
   return modes.join(' ');
 }
 
-/** BEGIN with the transaction's modes, then its settings: several statements for one simple-protocol message. */
-export function beginSql(options: TransactionOptions): string {
+/**
+ * BEGIN with the transaction's modes, then its settings, as two messages sent together (one round
+ * trip). Never one message: PostgreSQL parses a message whole before running any of it, so a
+ * settings text it could not parse would take the BEGIN down with it, and the statements behind
+ * it would run in autocommit under the login role, outside row-level security.
+ */
+export function beginMessages(options: TransactionOptions): string[] {
   const begin = `begin ${transactionPreamble(options)}`;
-  return options.settings ? `${begin}; ${options.settings}` : begin;
+  return options.settings ? [begin, options.settings] : [begin];
 }
 
 /** Opens the backend the settings name: a server when a URL is given, else PGlite in `dataDir`. */
