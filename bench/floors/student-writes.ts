@@ -17,7 +17,9 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { arrayLiteral } from '../../src/db/array-literal.ts';
-import { type Queryable, type Store, pipelined } from '../../src/db/store.ts';
+import { Database } from '../../src/db/database.ts';
+import { UNIVERSITY_LOCK } from '../../src/db/locks.ts';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, type Queryable, type Store } from '../../src/db/store.ts';
 import { valuesList } from '../../src/db/values.ts';
 import { sha256Hex } from '../../src/domain/email-register.ts';
 
@@ -46,17 +48,13 @@ const STATE_COHORT = 'left join cohorts c on c.university_id = s.university_id a
 
 const today = () => new Date().toISOString().slice(0, 10);
 
-/** The same settings the service sends for a partner transaction (src/db/database.ts). */
-const partnerSettings = (universityId: string) =>
-  `set local citus.propagate_set_commands = 'local'; set local role pds_app; set local timezone = 'UTC'; set local pds.scope = '${universityId}'`;
 
 async function lockAndRead(tx: Queryable, universityId: string, rows: readonly BenchStudent[]) {
   const emails = arrayLiteral(rows.map((r) => r.email));
   const [, [{ change_seq: changeSeq }], students, cohorts] = await Promise.all([
     tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true)`),
     // The lock draws the change feed's number (src/db/locks.ts), which every written row carries.
-    tx.query<{ change_seq: string }>(`insert into tenants (university_id, change_seq) values ($1::uuid, 1)
-      on conflict (university_id) do update set change_seq = tenants.change_seq + 1 returning change_seq`, [universityId]),
+    tx.query<{ change_seq: string }>(UNIVERSITY_LOCK, [universityId]),
     // The state the service reads (src/writes/student-store.ts): every field a row may change, to tell an unchanged row.
     tx.query<FoundStudent>(
       `select ${STATE_COLUMNS}, null::text as secondary_email from students s ${STATE_COHORT}
@@ -157,13 +155,15 @@ const FLOORS: Readonly<Record<string, (tx: Queryable, universityId: string, rows
 
 /** Serves the floors over node:http on a free port of 127.0.0.1, for the students of `universityId`. */
 export async function startWriteFloors(store: Store, universityId: string): Promise<{ baseUrl: string; close(): Promise<void> }> {
+  // The same settings the service sends for a partner transaction.
+  const settings = new Database(store, DEFAULT_STATEMENT_TIMEOUT_MS).partnerSettings({ universityIds: [universityId] });
   const server = http.createServer(async (request, response) => {
     try {
       const chunks: Buffer[] = [];
       for await (const chunk of request) chunks.push(chunk as Buffer);
       const { students } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { students: BenchStudent[] };
       const floor = FLOORS[request.url ?? '']!;
-      const count = await store.transaction((tx) => pipelined(tx.exec(partnerSettings(universityId)), () => floor(tx, universityId, students)));
+      const count = await store.transaction((tx) => floor(tx, universityId, students), { settings });
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ count }));
     } catch (error) {
       response.writeHead(500, { 'content-type': 'text/plain' }).end(String(error));

@@ -6,7 +6,8 @@ export interface Scope {
 }
 
 /** A university id as the token lookup returns it; nothing else may enter a SET statement. */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+const UUID = new RegExp(UUID_PATTERN);
 
 /**
  * The settings of a transaction as SET LOCAL statements, sent as one simple-protocol message. SET

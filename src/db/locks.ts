@@ -15,7 +15,7 @@ import { type Queryable, pipelined } from './store.ts';
  * feed (src/query/changes.ts) follow them without skipping a change. A rolled-back transaction
  * (a dry run) gives its number back.
  */
-const UNIVERSITY_LOCK = `insert into tenants (university_id, change_seq) values ($1::uuid, 1)
+export const UNIVERSITY_LOCK = `insert into tenants (university_id, change_seq) values ($1::uuid, 1)
   on conflict (university_id) do update set change_seq = tenants.change_seq + 1 returning change_seq`;
 
 /** Locks the university; answers the transaction's change number (see UNIVERSITY_LOCK). */

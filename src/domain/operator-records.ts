@@ -3,6 +3,7 @@
  * each kind's fields, its filters, and the statements that list a page of them, read one, and
  * return one from its insert, so a create, a list and an item give the same object.
  */
+import { UUID_PATTERN } from '../db/database.ts';
 import { Parameters } from '../db/parameters.ts';
 import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
@@ -106,7 +107,7 @@ interface PageKey {
   readonly id: string;
 }
 
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const UUID = new RegExp(UUID_PATTERN);
 
 /** An opaque cursor: the last record's (created_at, id), the order pages are read in. */
 function encodeCursor(key: PageKey): string {
@@ -121,7 +122,7 @@ function decodeCursor(cursor: string): PageKey {
     key = null;
   }
   if (!Array.isArray(key) || key.length !== 2 || typeof key[0] !== 'string' || typeof key[1] !== 'string'
-    || !isRenderedTimestamp(key[0]) || !UUID_PATTERN.test(key[1])) {
+    || !isRenderedTimestamp(key[0]) || !UUID.test(key[1])) {
     throw apiError('INVALID_PARAMETER', 'querystring/after is not a cursor this API answered with');
   }
   return { createdAt: key[0], id: key[1] };

@@ -18,7 +18,7 @@
 import { Type } from 'typebox';
 import { Value } from 'typebox/value';
 import { arrayLiteral } from '../db/array-literal.ts';
-import type { Database, Scope } from '../db/database.ts';
+import { type Database, type Scope, UUID_PATTERN } from '../db/database.ts';
 import { Parameters } from '../db/parameters.ts';
 import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
@@ -27,8 +27,6 @@ import { FEED_RESOURCES, type FeedResource, resourcesByName } from '../resources
 
 /** A feed follows every resource of FEED_RESOURCES, or one of them. */
 export type Feed = 'all' | FeedResource;
-
-const UUID_PATTERN = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 
 /** A university's position: the last entry given out, as [change number, resource, id]. */
 type Position = readonly [seq: number, resource: string, id: string];
