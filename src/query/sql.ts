@@ -2,8 +2,8 @@
  * SQL: plan → parameterised statements. Identifiers come only from the registry (through the
  * plan); every value, JSON key and output key is a bind parameter. Row scoping is row-level
  * security's, inside PostgreSQL; every statement also names the caller's universities in the
- * resource's tenant column, so that on Citus a read of one university is routed to its shard
- * (and a consortium's to its members' shards) instead of asking every shard.
+ * resource's tenant column (scopedRelationSql), so that on Citus a read of one university is
+ * routed to its shard (and a consortium's to its members' shards) instead of asking every shard.
  */
 import { arrayLiteral } from '../db/array-literal.ts';
 import { Parameters } from '../db/parameters.ts';
