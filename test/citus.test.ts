@@ -8,13 +8,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type PlanNode, plannedRows } from '../src/query/execute.ts';
+import { buildChangesStatement } from '../src/query/changes.ts';
 import { planRead } from '../src/query/plan.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { type Statement, buildCountStatement, buildPageRowsStatement, buildPageStatement, buildPlannedCountStatement } from '../src/query/sql.ts';
 import { resourcesByName } from '../src/resources/registry.ts';
 import { Harness, storeBackends } from './support/harness.ts';
 
-const planOf = (query: string) => planRead(resourcesByName.get('students')!, parseReadRequest({ queryString: query, method: 'GET' }));
+const planOf = (query: string, resource = 'students') => planRead(resourcesByName.get(resource)!, parseReadRequest({ queryString: query, method: 'GET' }));
+
+/** The Task Count of every job in a text EXPLAIN, in order. */
+const taskCounts = (plan: string) => [...plan.matchAll(/Task Count: (\d+)/g)].map((m) => Number(m[1]));
 
 if (storeBackends().includes('citus')) {
   describe('the service on a Citus cluster', () => {
@@ -49,15 +53,30 @@ if (storeBackends().includes('citus')) {
       assert.equal(row['QUERY PLAN'][0].Plan['Distributed Query'].Job['Task Count'], 1);
     });
 
-    test("a consortium's page runs on its shards and is merged on the coordinator, with no subplan materialised first", async () => {
-      const plan = planOf('select=id,email&order=id&limit=100');
-      const explained = (statement: Statement) => h.db.asPartner({ universityIds: members }, async (tx) =>
-        (await tx.query<{ 'QUERY PLAN': string }>(`explain ${statement.text}`, statement.params)).map((row) => row['QUERY PLAN']).join('\n'));
-      const rows = await explained(buildPageRowsStatement(plan, members));
-      assert.doesNotMatch(rows, /Distributed Subplan/);
-      assert.match(rows, /Task Count: [1-9]/);
+    const explained = (statement: Statement) => h.db.asPartner({ universityIds: members }, async (tx) =>
+      (await tx.query<{ 'QUERY PLAN': string }>(`explain ${statement.text}`, statement.params)).map((row) => row['QUERY PLAN']).join('\n'));
+    /** The shards holding the members' rows (two members may share one). */
+    const memberShards = async () => (await h.sql<{ n: number }>(
+      `select count(distinct get_shard_id_for_distribution_column('students', u))::int as n from unnest($1::uuid[]) u`, [`{${members.join(',')}}`]))[0].n;
+
+    test("a consortium's page runs on its members' shards alone, the read views' grouped columns too, and is merged on the coordinator with no subplan", async () => {
+      const shards = await memberShards();
+      for (const [resource, query] of [['students', 'select=id,email'], ['students', 'select=id,secondary_emails'], ['students', ''], ['cohorts', 'select=id,student_count']]) {
+        const plan = planOf(`${query}&order=id&limit=100`, resource);
+        const rows = await explained(buildPageRowsStatement(plan, members));
+        assert.doesNotMatch(rows, /Distributed Subplan/, `${resource}?${query}`);
+        assert.deepEqual(taskCounts(rows), [shards], `${resource}?${query}`);
+      }
       // The aggregated form, which the service sends for one university (one task), is the one Citus plans in two steps here.
-      assert.match(await explained(buildPageStatement(plan, members, { exactCount: false, body: true })), /Distributed Subplan/);
+      assert.match(await explained(buildPageStatement(planOf('select=id,email&order=id&limit=100'), members, { exactCount: false, body: true })), /Distributed Subplan/);
+    });
+
+    test("a consortium's change feed page reads its members' shards alone", async () => {
+      const shards = await memberShards();
+      const windows = members.map((universityId) => ({ universityId, after: [-1, '', '00000000-0000-0000-0000-000000000000'] as const, through: '0' }));
+      const counts = taskCounts(await explained(buildChangesStatement('all', windows, 100)));
+      // Each resource's and the tombstones' entries on the members' shards, then the merge on the coordinator.
+      assert.deepEqual(counts, [shards, shards, shards, 1, 1]);
     });
 
     test('a query naming no university, run through the service under a scope, returns that scope\'s rows only', async () => {

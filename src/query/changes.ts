@@ -24,6 +24,8 @@ import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
 import { CHANGE_FEED_DEFAULTS, LIMITS } from '../limits.ts';
 import { FEED_RESOURCES, type FeedResource, resourcesByName } from '../resources/registry.ts';
+import { wholeRowOutput } from './plan.ts';
+import { rowJsonSql, scopedRelationSql } from './sql.ts';
 
 /** A feed follows every resource of FEED_RESOURCES, or one of them. */
 export type Feed = 'all' | FeedResource;
@@ -114,33 +116,28 @@ function windowsSql(windows: readonly Window[], seq: string, resource: string, i
   return terms.length === 1 ? terms[0] : `(${terms.join(' OR ')})`;
 }
 
-/** The scope's universities as the statement names them: `= $n` or `= ANY($n)`, which Citus routes by. */
-function tenantSql(universityIds: readonly string[], params: Parameters): string {
-  return universityIds.length === 1
-    ? `university_id = ${params.add(universityIds[0])}::uuid`
-    : `university_id = ANY(${params.add(arrayLiteral(universityIds))}::uuid[])`;
-}
-
 /**
  * The entries of one resource's rows: each the row in its read shape (the registry's columns), as
  * `created` when the row was created after the reader's position, `updated` otherwise.
  */
 function rowsSql(resource: FeedResource, windows: readonly Window[], limit: string, params: Parameters): string {
-  const { relation, columns } = resourcesByName.get(resource)!;
+  const read = resourcesByName.get(resource)!;
   const name = `${params.add(resource)}::text`;
-  const row = `json_build_object(${columns.map((c) => `${params.add(c.name)}::text, "${c.name}"`).join(', ')})`;
+  const row = rowJsonSql(wholeRowOutput(read), params);
   const created = windowsSql(windows, 'created_seq', name, 'id', params, false);
   const entry = `json_build_object('resource', ${name}, 'id', id, 'change', CASE WHEN ${created} THEN 'created' ELSE 'updated' END, 'row', ${row})`;
-  return `(SELECT change_seq AS seq, university_id, ${name} AS resource, id, ${entry}::text AS entry FROM "${relation}"`
-    + ` WHERE ${tenantSql(windows.map((w) => w.universityId), params)} AND ${windowsSql(windows, 'change_seq', name, 'id', params, true)}`
+  return `(SELECT change_seq AS seq, university_id, ${name} AS resource, id, ${entry}::text AS entry`
+    + ` FROM ${scopedRelationSql(read.relation, read.tenantColumn.name, windows.map((w) => w.universityId), params)}`
+    + ` WHERE ${windowsSql(windows, 'change_seq', name, 'id', params, true)}`
     + ` ORDER BY change_seq, university_id, id LIMIT ${limit})`;
 }
 
 /** The tombstones of erased rows: the resource and the id, nothing else. */
 function tombstonesSql(resources: readonly FeedResource[], windows: readonly Window[], limit: string, params: Parameters): string {
   const entry = `json_build_object('resource', resource, 'id', id, 'change', 'erased')`;
-  return `(SELECT change_seq AS seq, university_id, resource, id, ${entry}::text AS entry FROM change_tombstones`
-    + ` WHERE ${tenantSql(windows.map((w) => w.universityId), params)} AND resource = ANY(${params.add(arrayLiteral(resources))}::text[])`
+  return `(SELECT change_seq AS seq, university_id, resource, id, ${entry}::text AS entry`
+    + ` FROM ${scopedRelationSql('change_tombstones', 'university_id', windows.map((w) => w.universityId), params)}`
+    + ` WHERE resource = ANY(${params.add(arrayLiteral(resources))}::text[])`
     + ` AND ${windowsSql(windows, 'change_seq', 'resource', 'id', params, true)}`
     + ` ORDER BY change_seq, university_id, resource, id LIMIT ${limit})`;
 }

@@ -77,11 +77,15 @@ function outputKey(field: FieldRef): string {
   return last && !last.isIndex ? last.key : field.name;
 }
 
+/** Every column of the resource under its own name: `select=*`, and the row of a change feed entry. */
+export const wholeRowOutput = (resource: Resource): OutputColumn[] =>
+  resource.columns.map((column) => ({ key: column.name, field: { column, jsonPath: [] }, cast: null }));
+
 function planOutput(resource: Resource, syntax: ReadSyntax): OutputColumn[] {
   const output: OutputColumn[] = [];
   for (const item of syntax.select) {
     if (item.kind === 'star') {
-      for (const column of resource.columns) output.push({ key: column.name, field: { column, jsonPath: [] }, cast: null });
+      output.push(...wholeRowOutput(resource));
       continue;
     }
     let cast: string | null = null;
