@@ -76,25 +76,33 @@ function conditionSql(condition: PlannedCondition, params: Parameters): string {
 export type Tenants = readonly string[];
 
 /**
- * The relation cut to the tenants, under the relation's own name: one branch per university,
- * each `tenant = $n`, joined by UNION ALL. PostgreSQL carries an `=` to a value into the grouped
- * subqueries of a read view (students_read's secondary_emails, cohorts_read's student_count)
- * through its equivalence classes, which it does not do for `= ANY($n)`; and Citus pushes the
- * union down whole, each branch pruned to its university's shard. EXPLAIN on Citus, three
- * universities' students with secondary_emails: `= ANY` ran 32 tasks, the branches 3 and no
- * Distributed Subplan. No university (an empty scope) reads no row.
+ * How a statement names several universities (one is always `tenant = $n`):
+ * - `in-list`: `tenant = ANY($n)`. A page ordered by id keeps the order of the (university_id, id)
+ *   index. PostgreSQL does not carry `= ANY` into a read view's grouped subqueries
+ *   (students_read's secondary_emails, cohorts_read's student_count), so on Citus a consortium
+ *   page selecting those columns asks every shard (EXPLAIN: 32 tasks for three universities).
+ * - `branch-per-tenant`: one branch per university, `tenant = $n`, joined by UNION ALL. `=` to a
+ *   value reaches the grouped subqueries through PostgreSQL's equivalence classes, and Citus pushes
+ *   the union down whole, each branch pruned to its shard (3 tasks, no subplan). But the union's
+ *   rows come unordered: a consortium's first 100 by id sorted every member's rows (EXPLAIN
+ *   ANALYZE on PostgreSQL, 20,000 students: 51 ms against 3.7 ms for `in-list`). So pages use
+ *   `in-list`, and the change feed, which sorts its window by change number either way, the branches.
  */
-export function scopedRelationSql(relation: string, tenantColumn: string, tenants: Tenants, params: Parameters): string {
-  const branch = (condition: string) => `SELECT * FROM ${quoteIdentifier(relation)} WHERE ${quoteIdentifier(tenantColumn)} ${condition}`;
-  const branches = tenants.length === 0
-    ? [branch(`= ANY('{}'::uuid[])`)]
-    : tenants.map((tenant) => branch(`= ${params.add(tenant)}::uuid`));
-  return `(${branches.join(' UNION ALL ')}) AS ${quoteIdentifier(relation)}`;
+export type TenantForm = 'in-list' | 'branch-per-tenant';
+
+/** The relation cut to the tenants, under the relation's own name. No university (an empty scope) reads no row. */
+export function scopedRelationSql(relation: string, tenantColumn: string, tenants: Tenants, params: Parameters, form: TenantForm): string {
+  const column = quoteIdentifier(tenantColumn);
+  const branch = (condition: string) => `SELECT * FROM ${quoteIdentifier(relation)} WHERE ${column} ${condition}`;
+  const branches = tenants.length === 1 || form === 'branch-per-tenant'
+    ? tenants.map((tenant) => branch(`= ${params.add(tenant)}::uuid`))
+    : [branch(`= ANY(${params.add(arrayLiteral(tenants))}::uuid[])`)];
+  return `(${branches.length === 0 ? branch(`= ANY('{}'::uuid[])`) : branches.join(' UNION ALL ')}) AS ${quoteIdentifier(relation)}`;
 }
 
 /** The plan's resource cut to the tenants, filtered by the plan's conditions. */
 function fromWhereSql(plan: ReadPlan, tenants: Tenants, params: Parameters): string {
-  const from = ` FROM ${scopedRelationSql(plan.resource.relation, plan.resource.tenantColumn.name, tenants, params)}`;
+  const from = ` FROM ${scopedRelationSql(plan.resource.relation, plan.resource.tenantColumn.name, tenants, params, 'in-list')}`;
   return plan.conditions.length === 0 ? from : `${from} WHERE ${plan.conditions.map((c) => conditionSql(c, params)).join(' AND ')}`;
 }
 
