@@ -18,7 +18,8 @@ interface Operation { summary?: string }
 
 /** The summaries of the students read and write operations, as the served description gives them. */
 function studentSummaries(description: { paths: Record<string, Record<string, Operation>> }): string[] {
-  const studentPaths = Object.keys(description.paths).filter((path) => path.split('/').pop() === 'students');
+  // The resource's own path, not its change feed's (/changes/students).
+  const studentPaths = Object.keys(description.paths).filter((path) => path === '/students');
   assert.equal(studentPaths.length, 1, `one students path in the description, found ${JSON.stringify(studentPaths)}`);
   const operations = description.paths[studentPaths[0]];
   return STUDENT_METHODS.map((method) => {
