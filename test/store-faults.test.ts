@@ -287,7 +287,9 @@ if (process.env.TEST_DATABASE_URL) {
         assert.equal(refused.body.code, 'DATABASE_UNAVAILABLE');
         assertUnavailable(await call(service, '/readyz'), 'readyz while refused');
         await serverAdmin.unsafe(`alter database ${databaseName} allow_connections true`);
-        assert.equal((await call(service, '/v1/students?limit=1')).status, 200);
+        // As after the kills above: a request may still meet a session refused a moment ago, before
+        // its socket's close arrives (seen in 2 of 3 runs on a loaded machine).
+        await eventually(async () => (await call(service, '/v1/students?limit=1')).status === 200, 2_000);
       } finally {
         await serverAdmin.unsafe(`alter database ${databaseName} allow_connections true`);
         await service.close();
