@@ -8,8 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
 import { type ApiError, apiError } from '../errors.ts';
 import { executeRead } from '../query/execute.ts';
-import { planRead } from '../query/plan.ts';
-import { parseReadRequest } from '../query/read-request.ts';
+import { readPlanOf } from '../query/read-plans.ts';
 import { type Resource, resources } from '../resources/registry.ts';
 import type { RateLimitHooks } from './rate-limits.ts';
 import { readResponseHead } from './read-response.ts';
@@ -24,14 +23,13 @@ function rawQueryString(request: FastifyRequest): string {
 function readHandler(db: Database, resource: Resource, plannedCounts: boolean) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const head = request.method === 'HEAD';
-    const syntax = parseReadRequest({
+    const plan = readPlanOf(resource, {
       queryString: rawQueryString(request),
       rangeHeader: request.headers.range,
       preferHeader: request.headers.prefer,
       acceptHeader: request.headers.accept,
       method: head ? 'HEAD' : 'GET',
     });
-    const plan = planRead(resource, syntax);
     const result = await executeRead(db, request.principal, plan, {
       head,
       plannedCounts,
