@@ -22,6 +22,7 @@ import { UNIVERSITY_LOCK } from '../../src/db/locks.ts';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, type Queryable, type Store } from '../../src/db/store.ts';
 import { valuesList } from '../../src/db/values.ts';
 import { sha256Hex } from '../../src/domain/email-register.ts';
+import { STUDENT_STATE_READ } from '../../src/writes/student-store.ts';
 
 /** A row of the benchmark's batches: every PUT row carries all of these, a PATCH row the email and cohort. */
 export interface BenchStudent {
@@ -42,9 +43,6 @@ interface FoundStudent {
   graduation_date: string | null;
 }
 
-const STATE_COLUMNS = `s.id, s.email, s.external_id, s.first_name, s.last_name, s.phone, s.graduation_date::text,
-  s.is_alumni, s.cohort_id, c.end_date::text as cohort_end_date`;
-const STATE_COHORT = 'left join cohorts c on c.university_id = s.university_id and c.id = s.cohort_id';
 
 const today = () => new Date().toISOString().slice(0, 10);
 
@@ -56,13 +54,7 @@ async function lockAndRead(tx: Queryable, universityId: string, rows: readonly B
     // The lock draws the change feed's number (src/db/locks.ts), which every written row carries.
     tx.query<{ change_seq: string }>(UNIVERSITY_LOCK, [universityId]),
     // The state the service reads (src/writes/student-store.ts): every field a row may change, to tell an unchanged row.
-    tx.query<FoundStudent>(
-      `select ${STATE_COLUMNS}, null::text as secondary_email from students s ${STATE_COHORT}
-         where s.university_id = $1 and (s.email = any($2::text[]) or s.external_id = any($3::text[]))
-       union all
-       select ${STATE_COLUMNS}, se.email from secondary_emails se
-         join students s on s.university_id = se.university_id and s.id = se.student_id ${STATE_COHORT}
-         where se.university_id = $1 and se.email = any($2::text[])`,
+    tx.query<FoundStudent>(STUDENT_STATE_READ,
       [universityId, emails, arrayLiteral(rows.flatMap((r) => (r.external_id ? [r.external_id] : [])))]),
     tx.query<{ id: string; name: string; end_date: string }>(
       'select id, name, end_date::text from cohorts where university_id = $1 and name = any($2::text[])',

@@ -33,6 +33,17 @@ const STUDENT_COLUMNS = `s.id, s.email, s.external_id, s.first_name, s.last_name
 /** Joined on the tenant key: with students named by university (`$1`), the statement runs on that university's shard alone. */
 const STUDENT_COHORT = 'left join cohorts c on c.university_id = s.university_id and c.id = s.cohort_id';
 
+/**
+ * A batch's students: `$1` the university, `$2` the batch's addresses, `$3` its numbers (text
+ * arrays). The write benchmark's floor (bench/floors/student-writes.ts) reads the same.
+ */
+export const STUDENT_STATE_READ = `select ${STUDENT_COLUMNS}, null::text as secondary_email from students s ${STUDENT_COHORT}
+     where s.university_id = $1 and (s.email = any($2::text[]) or s.external_id = any($3::text[]))
+   union all
+   select ${STUDENT_COLUMNS}, se.email from secondary_emails se
+     join students s on s.university_id = se.university_id and s.id = se.student_id ${STUDENT_COHORT}
+     where se.university_id = $1 and se.email = any($2::text[])`;
+
 /** The students found, once each, by every address and number they were found by. */
 function indexStudents(students: readonly StudentRecordRow[]): Pick<StudentBatchState, 'byEmail' | 'byExternalId'> {
   const byEmail = new Map<string, StudentRecord>();
@@ -62,12 +73,7 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
   // was planned, on PGlite's never-analysed tables, as a loop over every student of the
   // university per branch (measured: 200-330 ms for 500 rows).
   const [students, cohorts] = await Promise.all([tx.query<StudentRecordRow>(
-    `select ${STUDENT_COLUMNS}, null::text as secondary_email from students s ${STUDENT_COHORT}
-       where s.university_id = $1 and (s.email = any($2::text[]) or s.external_id = any($3::text[]))
-     union all
-     select ${STUDENT_COLUMNS}, se.email from secondary_emails se
-       join students s on s.university_id = se.university_id and s.id = se.student_id ${STUDENT_COHORT}
-       where se.university_id = $1 and se.email = any($2::text[])`,
+    STUDENT_STATE_READ,
     [universityId, emails, arrayLiteral(externalIds)],
   ), tx.query<{ id: string; name: string; end_date: string }>(
     'select id, name, end_date::text from cohorts where university_id = $1 and name = any($2::text[]) order by id',
