@@ -55,7 +55,7 @@ export class Database {
   }
 
   /**
-   * The settings travel in the message that begins the transaction (TransactionOptions.settings).
+   * The settings travel with the BEGIN of the transaction (TransactionOptions.settings).
    * On Citus a partner's statement touches one university's shard, or a consortium's few: one
    * connection per worker serves them. With the default executor pool, a multi-shard page opened
    * further worker connections under load and closed them at commit (more than

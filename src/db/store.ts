@@ -23,8 +23,8 @@ export interface TransactionOptions {
   /** Replaces the store-wait budget (StoreTimeouts.storeWaitMs) for this transaction, e.g. for migrations. */
   storeWaitMs?: number;
   /**
-   * SET LOCAL statements (src/db/database.ts) run right after BEGIN, in the message that begins
-   * the transaction: one message and one answer for both where the server allows it.
+   * SET LOCAL statements (src/db/database.ts) run right after BEGIN, sent with it without waiting
+   * (beginMessages): one round trip for both.
    */
   settings?: string;
 }
