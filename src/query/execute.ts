@@ -124,6 +124,18 @@ interface PageRow {
 const JSON_AGG_SEPARATOR = ', ';
 
 /**
+ * Whether a page comes as one row per object (buildPageRowsStatement): a JSON page without a
+ * total over several universities, from its first row. With an offset the rows statement would
+ * build the JSON of every row it skips (the select list is computed below the OFFSET): a
+ * consortium's page at offset 90,000 then answered nothing within the statement timeout at 32
+ * connections, where the aggregated statement, which builds the JSON of the page's rows only,
+ * had answered.
+ */
+export function sentAsRows(plan: ReadPlan, tenants: readonly string[]): boolean {
+  return plan.count === null && plan.mediaType === 'json' && tenants.length > 1 && plan.page.offset === 0;
+}
+
+/**
  * A page sent whole. An exact total is counted in the page's own statement, so without an
  * estimated total the read is one statement, and its transaction one round trip. A JSON page
  * without a total over several universities comes as one row per object (buildPageRowsStatement:
@@ -131,7 +143,7 @@ const JSON_AGG_SEPARATOR = ', ';
  */
 async function readWhole(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
   const tenants = scope.universityIds;
-  if (plan.count === null && plan.mediaType === 'json' && tenants.length > 1) {
+  if (sentAsRows(plan, tenants)) {
     const statement = buildPageRowsStatement(plan, tenants);
     const rows = await db.queryAsPartner<{ row: string }>(scope, statement.text, statement.params, { readOnly: true });
     return { rows: rows.length, total: null, body: options.head ? null : `[${rows.map((r) => r.row).join(JSON_AGG_SEPARATOR)}]` };
