@@ -6,9 +6,12 @@
  * its scope), one per path:
  *
  *   GET /unscoped/<n>  the page's statement alone: one prepared statement, no role, no scope;
- *   GET /scoped/<n>    the same statement in the transaction the service runs it in (role, scope,
- *                      statement timeout as SET LOCAL), written with postgres.js's own
- *                      transaction (`sql.begin`), the settings and the statement pipelined.
+ *   GET /scoped/<n>    the same statement under the service's role and scope: on PostgreSQL on
+ *                      sessions opened with the service's reader parameters and the page's scope
+ *                      (startup parameters, as the service's reader sessions), the statement
+ *                      alone; on Citus in the transaction the service runs it in (SET LOCAL),
+ *                      written with postgres.js's own transaction (`sql.begin`), the settings
+ *                      and the statement pipelined.
  *
  * Neither authenticates, counts requests, parses a query string nor plans: the floor is the
  * database's work and the bytes to the socket.
@@ -19,13 +22,19 @@ import { type FloorPage, READ_FLOOR_BANNER } from './read-page.ts';
 
 const pages = JSON.parse(process.env.READ_FLOOR_PAGES!) as FloorPage[];
 // As many connections as the service's pool (PDS_DB_MAX_CONNECTIONS, default 10).
-const sql = postgres(process.env.DATABASE_URL!, { max: 10, onnotice: () => {}, fetch_types: false });
+const open = (parameters: Record<string, string> = {}) =>
+  postgres(process.env.DATABASE_URL!, { max: 10, onnotice: () => {}, fetch_types: false, connection: parameters as postgres.Options<{}>['connection'] });
+const sql = open();
+// A pool of sessions per page whose reader session has its scope at start.
+const sessions = pages.map((page) => (page.session ? open(page.session) : null));
 
 type Body = { body: string }[];
 
-const serve: Record<string, (page: FloorPage) => Promise<Body>> = {
+const serve: Record<string, (page: FloorPage, index: number) => Promise<Body>> = {
   unscoped: (page) => sql.unsafe<Body>(page.text, page.params as string[], { prepare: true }),
-  scoped: async (page) => {
+  scoped: async (page, index) => {
+    const session = sessions[index];
+    if (session) return session.unsafe<Body>(page.text, page.params as string[], { prepare: true });
     const [, rows] = await sql.begin('read only', (tx) => [tx.unsafe(page.settings), tx.unsafe<Body>(page.text, page.params as string[], { prepare: true })]);
     return rows;
   },
@@ -39,7 +48,7 @@ const server = http.createServer((request, response) => {
     response.writeHead(404).end();
     return;
   }
-  run(page).then(
+  run(page, Number(index)).then(
     ([row]) => response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(row.body),
     (error: Error) => response.writeHead(500).end(error.message),
   );

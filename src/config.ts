@@ -78,7 +78,8 @@ export const SETTINGS = {
   statementTimeoutMs: integer('PDS_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 'statement time, enforced by PostgreSQL (503 `QUERY_TIMEOUT`); PGlite cannot interrupt a query'),
   plannedCounts: onOff('PDS_PLANNED_COUNTS', true, '`off`: `Prefer: count=planned`/`estimated` answer exact counts (never planner statistics)'),
   embeddedWaitMs: integer('PDS_EMBEDDED_WAIT_MS', 5_000, 'PGlite only: how long a request waits for the one session before 503 `DATABASE_BUSY`'),
-  dbMaxConnections: integer('PDS_DB_MAX_CONNECTIONS', 10, 'PostgreSQL connections per instance'),
+  dbMaxConnections: integer('PDS_DB_MAX_CONNECTIONS', 10, 'PostgreSQL connections per instance in each of its two pools: partner reads (reader sessions), everything else'),
+  readerSessions: onOff('PDS_READER_SESSIONS', true, '`off`: partner reads set role and scope per transaction like every other statement, for a pooler that shares server sessions between clients (PgBouncer in transaction mode); `on` needs sessions of the service\'s own (docs/scaling.md)'),
   dbConnectTimeoutMs: integer('PDS_DB_CONNECT_TIMEOUT_MS', DEFAULT_STORE_TIMEOUTS.connectTimeoutMs, 'TCP connect, then startup and authentication, each within this'),
   dbPoolWaitMs: integer('PDS_DB_POOL_WAIT_MS', DEFAULT_STORE_TIMEOUTS.poolWaitMs, 'longest wait for a free connection'),
   // The server cancels a slow statement (57014) a second before the client would give up.

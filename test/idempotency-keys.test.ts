@@ -70,6 +70,7 @@ class SwitchedStore implements Store {
 
   query: Store['query'] = (text, params) => this.inner.query(text, params);
   queryInTransaction: Store['queryInTransaction'] = (text, params, options) => this.inner.queryInTransaction(text, params, options);
+  queryAsReader: Store['queryAsReader'] = (binding, text, params) => this.inner.queryAsReader(binding, text, params);
   exec: Store['exec'] = (text) => this.inner.exec(text);
   firstColumn: Store['firstColumn'] = (text) => this.inner.firstColumn(text);
   poolStats: Store['poolStats'] = () => this.inner.poolStats();

@@ -23,6 +23,9 @@ for (const backend of storeBackends()) {
     });
     after(() => testStore.drop());
 
+    /** A partner's read-only transaction, as reads on PGlite and Citus run (Store.queryAsReader). */
+    const partnerRead = () => ({ readOnly: true, settings: db.partnerSettings(SCOPE) });
+
     /** The session's state between transactions: no open transaction, no setting left over. */
     const idleSession = async () => {
       const [row] = await store.query<{ scope: string | null; role: string }>(
@@ -31,9 +34,9 @@ for (const backend of storeBackends()) {
     };
 
     test('runs the statement under the settings, and they end with the transaction', async () => {
-      const [row] = await db.queryAsPartner<{ scope: string; role: string; read_only: string; echo: string }>(SCOPE,
+      const [row] = await store.queryInTransaction<{ scope: string; role: string; read_only: string; echo: string }>(
         `select current_setting('pds.scope') as scope, current_user as role, current_setting('transaction_read_only') as read_only, $1::text as echo`,
-        ['x'], { readOnly: true });
+        ['x'], partnerRead());
       assert.deepEqual({ ...row }, { scope: SCOPE.universityIds[0], role: 'pds_app', read_only: 'on', echo: 'x' });
       const idle = await idleSession();
       assert.equal(idle.scope, null);
@@ -42,7 +45,7 @@ for (const backend of storeBackends()) {
 
     test('a failing statement answers its own error, and the session is idle after it', async () => {
       for (let i = 0; i < 3; i++) {
-        await assert.rejects(db.queryAsPartner(SCOPE, 'select $1::integer', ['not a number']), { code: '22P02' });
+        await assert.rejects(store.queryInTransaction('select $1::integer', ['not a number'], partnerRead()), { code: '22P02' });
         // An aborted transaction left open would answer 25P02 here; a leftover role, pds_app.
         const idle = await idleSession();
         assert.equal(idle.scope, null);
@@ -67,7 +70,7 @@ for (const backend of storeBackends()) {
     });
 
     test('a read-only transaction refuses a write', async () => {
-      await assert.rejects(db.queryAsPartner(SCOPE, 'insert into tenants (university_id) values ($1)', [SCOPE.universityIds[0]], { readOnly: true }), { code: '25006' });
+      await assert.rejects(store.queryInTransaction('insert into tenants (university_id) values ($1)', [SCOPE.universityIds[0]], partnerRead()), { code: '25006' });
       assert.deepEqual({ ...(await store.query('select 1 as one'))[0] }, { one: 1 });
     });
   });

@@ -103,6 +103,7 @@ export async function openPgliteStore(options: PgliteOptions): Promise<Store & {
     firstColumn: (text) => gate.run(() => base.firstColumn(text)),
     transaction,
     queryInTransaction: (text, params, transactionOptions) => transaction((tx) => tx.query(text, params), transactionOptions),
+    queryAsReader: (binding, text, params) => transaction((tx) => tx.query(text, params), binding.transaction),
     poolStats: () => gate.stats(),
     async close() {
       if (!db.closed) await db.close();

@@ -3,7 +3,7 @@ import postgres from 'postgres';
 import { parseArrayLiteral } from './array-literal.ts';
 import { Pool, TimeoutError } from 'tarn';
 import {
-  type PoolStats, type Queryable, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
+  type PoolStats, type Queryable, type ReaderBinding, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
 } from './store.ts';
 
 const arrayOf = (parse: (element: string) => unknown) => (literal: string) =>
@@ -64,12 +64,15 @@ class Session {
   readonly sql: postgres.Sql;
   readonly openedAt = Date.now();
   lost: StoreUnavailableError | null = null;
+  /** A reader session's scope as last set and confirmed (Store.queryAsReader); it starts with its startup value. */
+  scope: string;
   private socket: net.Socket | null = null;
   private socketRequested = false;
   /** Rejecters of the statements sent and not yet settled. */
   private readonly outstanding = new Set<(error: StoreUnavailableError) => void>();
 
-  constructor(url: string, private readonly limits: StoreTimeouts) {
+  constructor(url: string, private readonly limits: StoreTimeouts, startupParameters: Readonly<Record<string, string>>, scope: string) {
+    this.scope = scope;
     // A Unix-socket URL (`?host=/var/run/postgresql`) arrives as `path`; otherwise the first host.
     const customSocket: CustomSocket = {
       socket: (options) => this.openSocket(options.path ? { path: options.path } : { host: options.host[0], port: options.port[0] }),
@@ -78,7 +81,7 @@ class Session {
       max: 1,
       onnotice: () => {},
       types: textParameters,
-      connection: { application_name: 'partner-data-service' },
+      connection: { application_name: 'partner-data-service', ...startupParameters },
       // Covers the startup and authentication exchange; openSocket bounds the TCP connect.
       connect_timeout: limits.connectTimeoutMs / 1000,
       max_lifetime: 0,
@@ -195,6 +198,14 @@ class Lease {
 
 type PoolLimits = StoreTimeouts & { maxConnections: number };
 
+/** What every session of a pool starts with: its startup parameters, and its scope among them. */
+interface SessionStart {
+  readonly parameters: Readonly<Record<string, string>>;
+  readonly scope: string;
+}
+
+const PLAIN_SESSION: SessionStart = { parameters: {}, scope: '' };
+
 const shuttingDown = () => new StoreUnavailableError('CONNECTION_ENDED', 'The service is shutting down.');
 
 /**
@@ -209,7 +220,7 @@ class SessionPool {
   private readonly waiting = new Set<ReturnType<Pool<Session>['acquire']>>();
   private closed = false;
 
-  constructor(url: string, private readonly limits: PoolLimits) {
+  constructor(url: string, private readonly limits: PoolLimits, start: SessionStart = PLAIN_SESSION) {
     this.pool = new Pool<Session>({
       min: 0,
       max: limits.maxConnections,
@@ -218,7 +229,7 @@ class SessionPool {
       // it, and a failed connect fails that statement at once. A create that throws (a malformed
       // URL) fails the caller then too, instead of being retried until the wait runs out.
       create: () => {
-        const session = new Session(url, limits);
+        const session = new Session(url, limits, start.parameters, start.scope);
         this.sessions.add(session);
         return session;
       },
@@ -270,8 +281,22 @@ class SessionPool {
 const rollBack = (lease: Lease) => lease.queryable().exec('rollback')
   .catch((rollbackError) => lease.session.destroy(new StoreUnavailableError('ROLLBACK_FAILED', String(rollbackError))));
 
-export function openPostgresStore(url: string, maxConnections: number, timeouts: StoreTimeouts = DEFAULT_STORE_TIMEOUTS): Store {
-  const pool = new SessionPool(url, { maxConnections, ...timeouts });
+/** Whether the server is a Citus coordinator: its sessions cannot carry a scope to the workers. */
+const IS_CITUS = `select exists (select 1 from pg_extension where extname = 'citus') as citus`;
+
+export function openPostgresStore(url: string, maxConnections: number, timeouts: StoreTimeouts = DEFAULT_STORE_TIMEOUTS, options: { readerSessions: boolean } = { readerSessions: true }): Store {
+  const limits = { maxConnections, ...timeouts };
+  const pool = new SessionPool(url, limits);
+  // Partner reads' sessions, opened with the reader's startup parameters on first use (queryAsReader).
+  let readers: { pool: SessionPool; binding: ReaderBinding } | null = null;
+  let citus: Promise<boolean> | null = null;
+  const isCitus = () => {
+    citus ??= once((tx) => tx.query<{ citus: boolean }>(IS_CITUS)).then(([row]) => row.citus, (error) => {
+      citus = null;
+      throw error;
+    });
+    return citus;
+  };
   const once = async <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> => {
     const lease = await pool.lease();
     try {
@@ -327,7 +352,49 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
         pool.release(lease);
       }
     },
-    poolStats: () => pool.stats(),
-    close: () => pool.close(),
+    /**
+     * A reader session holds the role and the scope as session state, so a read whose scope is its
+     * session's is its statement alone: one message and one answer, where a transaction around it
+     * costs three more of each (the cheap page: PR-13 figures in README.md). A session whose scope
+     * differs gets the new one first, in the same pipeline; the statement's answer is used only
+     * once the change is confirmed, so a failed change never returns rows read under the old scope.
+     * The change also reads the session's role: a pooler that dropped the role from the startup
+     * parameters fails the read instead of running it as the login role. On Citus only SET LOCAL
+     * reaches the workers, so there (and with reader sessions off) the read keeps its transaction.
+     */
+    async queryAsReader<T>(binding: ReaderBinding, text: string, params: readonly (string | null)[]) {
+      if (!options.readerSessions || await isCitus()) return this.queryInTransaction<T>(text, params, binding.transaction);
+      readers ??= { binding, pool: new SessionPool(url, limits, { parameters: binding.startupParameters, scope: binding.scope.initial }) };
+      if (readers.binding.startupParameters !== binding.startupParameters) throw new Error('A store serves one reader binding.');
+      const lease = await readers.pool.lease();
+      const tx = lease.queryable();
+      try {
+        const { session } = lease;
+        if (session.scope === binding.scope.value) return await tx.query<T>(text, params);
+        const [changed, read] = await Promise.allSettled([
+          tx.query<{ role: string }>(`select set_config($1, $2, false), current_user as role`, [binding.scope.setting, binding.scope.value]),
+          tx.query<T>(text, params),
+        ]);
+        if (changed.status === 'rejected') {
+          session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', String(changed.reason)));
+          throw changed.reason;
+        }
+        const role = changed.value[0].role;
+        if (role !== binding.startupParameters.role) {
+          session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', `A reader session runs as ${role}.`));
+          throw new Error(`A reader session runs as ${role}, not ${binding.startupParameters.role}: its pooler dropped the role (PDS_READER_SESSIONS).`);
+        }
+        session.scope = binding.scope.value;
+        if (read.status === 'rejected') throw read.reason;
+        return read.value;
+      } finally {
+        readers.pool.release(lease);
+      }
+    },
+    poolStats: () => {
+      const [plain, reading] = [pool.stats(), readers?.pool.stats()];
+      return { inUse: plain.inUse + (reading?.inUse ?? 0), waiting: plain.waiting + (reading?.waiting ?? 0) };
+    },
+    close: () => Promise.all([pool.close(), readers?.pool.close()]).then(() => {}),
   };
 }

@@ -29,6 +29,24 @@ export interface TransactionOptions {
   settings?: string;
 }
 
+/**
+ * Who reads and within what, as session state (Store.queryAsReader, src/db/database.ts): the
+ * parameters a reader session starts with (its role among them), and its scope, a setting
+ * changed per read when it differs.
+ */
+export interface ReaderBinding {
+  /** The same object for every read: a store opens its reader sessions with it once. */
+  readonly startupParameters: Readonly<Record<string, string>>;
+  readonly scope: {
+    readonly setting: string;
+    /** Its value in startupParameters: a new session holds it until a read changes it. */
+    readonly initial: string;
+    readonly value: string;
+  };
+  /** The same role and scope as a transaction's settings, for a store whose sessions cannot hold them. */
+  readonly transaction: TransactionOptions;
+}
+
 /** How busy the store's connections are right now (the metrics read it at each scrape). */
 export interface PoolStats {
   /** Connections (PGlite: its one session) held by a request. */
@@ -45,6 +63,12 @@ export interface Store extends Queryable {
    * the first one in that order: a setting refused is the cause of the statement's failure.
    */
   queryInTransaction<T = Row>(text: string, params: readonly (string | null)[], options?: TransactionOptions): Promise<T[]>;
+  /**
+   * One read-only statement under a reader binding. Where sessions can hold the binding (a
+   * PostgreSQL server) it runs on a session of a pool of its own; elsewhere (PGlite's one shared
+   * session, Citus) in a transaction with the binding's settings (queryInTransaction).
+   */
+  queryAsReader<T = Row>(binding: ReaderBinding, text: string, params: readonly (string | null)[]): Promise<T[]>;
   poolStats(): PoolStats;
   close(): Promise<void>;
 }
@@ -155,10 +179,10 @@ export function beginMessages(options: TransactionOptions): string[] {
 }
 
 /** Opens the backend the settings name: a server when a URL is given, else PGlite in `dataDir`. */
-export async function openStore(settings: { databaseUrl?: string; dataDir?: string; maxConnections?: number; timeouts?: StoreTimeouts; embeddedWaitMs: number }): Promise<Store> {
+export async function openStore(settings: { databaseUrl?: string; dataDir?: string; maxConnections?: number; timeouts?: StoreTimeouts; readerSessions?: boolean; embeddedWaitMs: number }): Promise<Store> {
   if (settings.databaseUrl) {
     const { openPostgresStore } = await import('./postgres-store.ts');
-    return openPostgresStore(settings.databaseUrl, settings.maxConnections ?? 10, settings.timeouts);
+    return openPostgresStore(settings.databaseUrl, settings.maxConnections ?? 10, settings.timeouts, { readerSessions: settings.readerSessions ?? true });
   }
   const { openPgliteStore } = await import('./pglite-store.ts');
   return openPgliteStore({ dataDir: settings.dataDir, waitMs: settings.embeddedWaitMs });

@@ -145,7 +145,7 @@ async function readWhole(db: Database, scope: Scope, plan: ReadPlan, options: Re
   const tenants = scope.universityIds;
   if (sentAsRows(plan, tenants)) {
     const statement = buildPageRowsStatement(plan, tenants);
-    const rows = await db.queryAsPartner<{ row: string }>(scope, statement.text, statement.params, { readOnly: true });
+    const rows = await db.readAsPartner<{ row: string }>(scope, statement.text, statement.params);
     return { rows: rows.length, total: null, body: options.head ? null : `[${rows.map((r) => r.row).join(JSON_AGG_SEPARATOR)}]` };
   }
   const exactCount = countsExactly(plan, options);
@@ -153,7 +153,7 @@ async function readWhole(db: Database, scope: Scope, plan: ReadPlan, options: Re
   const resultOf = (row: PageRow, estimated: number | null): ReadResult =>
     ({ rows: row.page_total, total: exactCount ? Number(row.total) : estimated, body: options.head ? null : row.body });
   if (plan.count === null || exactCount) {
-    const [row] = await db.queryAsPartner<PageRow>(scope, statement.text, statement.params, { readOnly: true });
+    const [row] = await db.readAsPartner<PageRow>(scope, statement.text, statement.params);
     return resultOf(row, null);
   }
   return db.asPartner(scope, async (tx) => {

@@ -1,0 +1,129 @@
+/**
+ * Store.queryAsReader: a partner's read on a session that holds the role and the scope
+ * (PostgreSQL), or in a transaction with them (PGlite, Citus). Each read sees its own scope and
+ * nothing else, whatever the session read before; a scope change that fails returns nothing read
+ * under the old one; no statement on a reader session runs outside row-level security.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Database, type Scope } from '../src/db/database.ts';
+import { openPostgresStore } from '../src/db/postgres-store.ts';
+import { loadDemo } from '../src/domain/demo.ts';
+import type { ReaderBinding, Store } from '../src/db/store.ts';
+import { type TestStore, openTestStore, storeBackends } from './support/harness.ts';
+
+let UNIVERSITIES: string[] = [];
+let ONE: Scope;
+let OTHER: Scope;
+let BOTH: Scope;
+
+/** The demo's universities (a table under row-level security), the first three as the scopes read in. */
+async function seedUniversities(db: Database): Promise<void> {
+  const demo = await db.asOperator((tx) => loadDemo(tx, { students: 10 }));
+  UNIVERSITIES = demo.universities.slice(0, 3).map((u) => u.id);
+  [ONE, OTHER, BOTH] = [[UNIVERSITIES[0]], [UNIVERSITIES[1]], [UNIVERSITIES[0], UNIVERSITIES[2]]].map((ids) => ({ universityIds: ids }));
+}
+
+/** The universities a read sees, with no filter of its own. */
+const VISIBLE = `(select coalesce(array_agg(id::text order by id::text), '{}') from universities) as visible`;
+const scopeAndRows = `select current_setting('pds.scope') as scope, current_user as role, ${VISIBLE}`;
+
+for (const backend of storeBackends()) {
+  describe(`partner reads on reader sessions on ${backend}`, () => {
+    let testStore: TestStore;
+    let db: Database;
+    before(async () => {
+      testStore = await openTestStore(backend);
+      db = new Database(testStore.store, 5_000);
+      await seedUniversities(db);
+    });
+    after(() => testStore.drop());
+
+    const read = async (scope: Scope) => {
+      const [row] = await db.readAsPartner<{ scope: string; role: string; visible: string[] }>(scope, scopeAndRows, []);
+      return row;
+    };
+
+    test('a read runs as pds_app within its scope, and a statement with no tenant filter sees only the scope\'s rows', async () => {
+      assert.deepEqual({ ...(await read(ONE)) }, { scope: UNIVERSITIES[0], role: 'pds_app', visible: [UNIVERSITIES[0]] });
+      assert.deepEqual((await read(BOTH)).visible, [...BOTH.universityIds].sort());
+    });
+
+    test('reads of different scopes at once each see their own scope, however sessions are shared', async () => {
+      const scopes = Array.from({ length: 60 }, (_, i) => [ONE, OTHER, BOTH][i % 3]);
+      const rows = await Promise.all(scopes.map(read));
+      rows.forEach((row, i) => {
+        assert.equal(row.scope, scopes[i].universityIds.join(','));
+        assert.deepEqual(row.visible, [...scopes[i].universityIds].sort());
+      });
+    });
+
+    test('a failing statement answers its own error, and the next read is served', async () => {
+      for (let i = 0; i < 3; i++) {
+        await assert.rejects(db.readAsPartner(ONE, 'select $1::integer', ['not a number']), { code: '22P02' });
+        assert.equal((await read(ONE)).scope, UNIVERSITIES[0]);
+      }
+    });
+
+    test('a write is refused', async () => {
+      await assert.rejects(db.readAsPartner(ONE, `update universities set name = name || '' where id = $1`, [UNIVERSITIES[0]]), { code: '25006' });
+    });
+  });
+}
+
+// The session state itself: only a PostgreSQL server's reader sessions hold it.
+if (storeBackends().includes('postgres')) {
+  describe('reader sessions on postgres', () => {
+    let testStore: TestStore;
+    let store: Store;
+    let db: Database;
+    before(async () => {
+      testStore = await openTestStore('postgres');
+      // One session, so that every read meets what the one before it left.
+      store = openPostgresStore(testStore.url!, 1);
+      db = new Database(store, 5_000);
+      await seedUniversities(db);
+    });
+    after(async () => {
+      await store.close();
+      await testStore.drop();
+    });
+
+    test('a scope change that fails returns nothing read under the old scope, and the session is not used again', async () => {
+      const [before] = await db.readAsPartner<{ pid: number }>(ONE, 'select pg_backend_pid() as pid', []);
+      // The same binding as readAsPartner's, with a setting name the server refuses.
+      const binding = db.partnerReader(OTHER);
+      const refused: ReaderBinding = { ...binding, scope: { ...binding.scope, setting: 'not a setting name' } };
+      await assert.rejects(store.queryAsReader(refused, scopeAndRows, []), { code: '42704' });
+      const [after] = await db.readAsPartner<{ pid: number; visible: string[] }>(OTHER, `select pg_backend_pid() as pid, ${VISIBLE}`, []);
+      assert.notEqual(after.pid, before.pid);
+      assert.deepEqual(after.visible, [UNIVERSITIES[1]]);
+    });
+
+    test('the role is the session\'s own: RESET ROLE and RESET ALL keep it, and an empty scope sees nothing', async () => {
+      await db.readAsPartner(ONE, 'select 1', []);
+      for (const reset of ['reset role', 'reset all']) {
+        await db.readAsPartner(ONE, reset, []);
+        const [afterReset] = await db.readAsPartner<{ role: string; visible: string[] }>(ONE,
+          `select current_user as role, ${VISIBLE}`, []);
+        assert.equal(afterReset.role, 'pds_app');
+        // RESET ALL returns the scope to its startup value, which the session's record does not
+        // know of: the read sees no university rather than another's.
+        assert.deepEqual(afterReset.visible, reset === 'reset all' ? [] : [UNIVERSITIES[0]]);
+      }
+    });
+
+    test('a reader session that runs as another role than its binding names fails the read', async () => {
+      // `role=none` at start leaves the session as the login role, as a pooler that drops the
+      // role parameter would.
+      const loginRoleStore = openPostgresStore(testStore.url!, 1);
+      try {
+        const binding = db.partnerReader(ONE);
+        const unbound: ReaderBinding = { ...binding, startupParameters: { ...binding.startupParameters, role: 'none' } };
+        await assert.rejects(loginRoleStore.queryAsReader(unbound, scopeAndRows, []), /runs as postgres/);
+      } finally {
+        await loginRoleStore.close();
+      }
+    });
+  });
+}
