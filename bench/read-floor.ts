@@ -5,7 +5,8 @@
  * the pages to serve (READ_FLOOR_PAGES: the service's own statement for each, and the settings of
  * its scope), one per path:
  *
- *   GET /unscoped/<n>  the page's statement alone: one prepared statement, no role, no scope;
+ *   GET /unscoped/<n>  the page's statement alone: one prepared statement, no role, no scope,
+ *                      with the service's plan caching (READ_FLOOR_PARAMETERS);
  *   GET /scoped/<n>    the same statement under the service's role and scope: on PostgreSQL on
  *                      sessions opened with the service's reader parameters and the page's scope
  *                      (startup parameters, as the service's reader sessions), the statement
@@ -21,24 +22,31 @@ import postgres from 'postgres';
 import { type FloorPage, READ_FLOOR_BANNER } from './read-page.ts';
 
 const pages = JSON.parse(process.env.READ_FLOOR_PAGES!) as FloorPage[];
-// As many connections as the service's pool (PDS_DB_MAX_CONNECTIONS, default 10).
-const open = (parameters: Record<string, string> = {}) =>
-  postgres(process.env.DATABASE_URL!, { max: 10, onnotice: () => {}, fetch_types: false, connection: parameters as postgres.Options<{}>['connection'] });
-const sql = open();
+// As many connections as the service's pool (PDS_DB_MAX_CONNECTIONS, default 10); a page's pool
+// closes its sessions once its page is done.
+const open = (parameters: Readonly<Record<string, string>>) => postgres(process.env.DATABASE_URL!, {
+  max: 10, idle_timeout: 5, onnotice: () => {}, fetch_types: false, connection: parameters as postgres.Options<{}>['connection'],
+});
+// The statement alone caches plans as the service's reader sessions do.
+const sql = open(JSON.parse(process.env.READ_FLOOR_PARAMETERS!) as Record<string, string>);
 // A pool of sessions per page whose reader session has its scope at start.
 const sessions = pages.map((page) => (page.session ? open(page.session) : null));
 
-type Body = { body: string }[];
+type Rows = ({ body: string } | { row: string })[];
 
-const serve: Record<string, (page: FloorPage, index: number) => Promise<Body>> = {
-  unscoped: (page) => sql.unsafe<Body>(page.text, page.params as string[], { prepare: true }),
+const serve: Record<string, (page: FloorPage, index: number) => Promise<Rows>> = {
+  unscoped: (page) => sql.unsafe<Rows>(page.text, page.params as string[], { prepare: true }),
   scoped: async (page, index) => {
     const session = sessions[index];
-    if (session) return session.unsafe<Body>(page.text, page.params as string[], { prepare: true });
-    const [, rows] = await sql.begin('read only', (tx) => [tx.unsafe(page.settings), tx.unsafe<Body>(page.text, page.params as string[], { prepare: true })]);
+    if (session) return session.unsafe<Rows>(page.text, page.params as string[], { prepare: true });
+    const [, rows] = await sql.begin('read only', (tx) => [tx.unsafe(page.settings), tx.unsafe<Rows>(page.text, page.params as string[], { prepare: true })]);
     return rows;
   },
 };
+
+/** The page's bytes: the aggregated body, or its rows put in an array as the service does. */
+const bodyOf = (page: FloorPage, rows: Rows) =>
+  (page.asRows ? `[${(rows as { row: string }[]).map((r) => r.row).join(', ')}]` : (rows[0] as { body: string }).body);
 
 const server = http.createServer((request, response) => {
   const [, kind, index] = (request.url ?? '').split('/');
@@ -49,7 +57,7 @@ const server = http.createServer((request, response) => {
     return;
   }
   run(page, Number(index)).then(
-    ([row]) => response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(row.body),
+    (rows) => response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(bodyOf(page, rows)),
     (error: Error) => response.writeHead(500).end(error.message),
   );
 });

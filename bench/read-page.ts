@@ -8,7 +8,8 @@ import { Database } from '../src/db/database.ts';
 import { DEFAULT_STATEMENT_TIMEOUT_MS } from '../src/db/store.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { planRead } from '../src/query/plan.ts';
-import { buildPageStatement } from '../src/query/sql.ts';
+import { sentAsRows } from '../src/query/execute.ts';
+import { buildPageRowsStatement, buildPageStatement } from '../src/query/sql.ts';
 import { resourcesByName } from '../src/resources/registry.ts';
 import { type BenchDatabase, type Throughput, closedLoop, describeThroughput, httpLoad, startProgram, startService } from './support.ts';
 
@@ -33,6 +34,8 @@ export interface FloorPage {
   readonly session: Readonly<Record<string, string>> | null;
   /** The SET LOCAL statements of the reader's transaction (src/db/database.ts). */
   readonly settings: string;
+  /** Whether the statement answers one row per object, put in an array (sentAsRows in src/query/execute.ts). */
+  readonly asRows: boolean;
 }
 
 export const READ_FLOOR_BANNER = 'Read floor on';
@@ -74,14 +77,17 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
     const readerOf = new Database(bench.store, DEFAULT_STATEMENT_TIMEOUT_MS);
     const floorPages: FloorPage[] = READ_PAGES.map((page, i) => {
       const scope = readers[page.reader];
-      const statement = buildPageStatement(plans[i], scope.universityIds, { exactCount: false, body: true });
+      const asRows = sentAsRows(plans[i], scope.universityIds);
+      const statement = asRows ? buildPageRowsStatement(plans[i], scope.universityIds) : buildPageStatement(plans[i], scope.universityIds, { exactCount: false, body: true });
       const reader = readerOf.partnerReader(scope);
       const session = server === 'Citus' ? null : { ...reader.startupParameters, [reader.scope.setting]: reader.scope.value };
-      return { ...statement, session, settings: reader.transaction.settings! };
+      return { ...statement, session, settings: reader.transaction.settings!, asRows };
     });
+    // The statement alone with the service's plan caching: its reader sessions' on PostgreSQL, the server's default on Citus.
+    const unscopedParameters = server === 'Citus' ? {} : { plan_cache_mode: readerOf.partnerReader(readers.university).startupParameters.plan_cache_mode };
     const [service, floor] = await Promise.all([
       startService(bench.url, port),
-      startProgram('bench/read-floor.ts', floorPort, READ_FLOOR_BANNER, { DATABASE_URL: bench.url, READ_FLOOR_PAGES: JSON.stringify(floorPages) }),
+      startProgram('bench/read-floor.ts', floorPort, READ_FLOOR_BANNER, { DATABASE_URL: bench.url, READ_FLOOR_PAGES: JSON.stringify(floorPages), READ_FLOOR_PARAMETERS: JSON.stringify(unscopedParameters) }),
     ]);
     return { server, readers, service, floor };
   }));

@@ -116,13 +116,16 @@ if (storeBackends().includes('postgres')) {
     test('a reader session that runs as another role than its binding names fails the read', async () => {
       // `role=none` at start leaves the session as the login role, as a pooler that drops the
       // role parameter would.
-      const loginRoleStore = openPostgresStore(testStore.url!, 1);
-      try {
-        const binding = db.partnerReader(ONE);
-        const unbound: ReaderBinding = { ...binding, startupParameters: { ...binding.startupParameters, role: 'none' } };
-        await assert.rejects(loginRoleStore.queryAsReader(unbound, scopeAndRows, []), /runs as postgres/);
-      } finally {
-        await loginRoleStore.close();
+      // A consortium without members has the empty scope, a new session's own: its first read is checked too.
+      for (const scope of [ONE, { universityIds: [] }]) {
+        const loginRoleStore = openPostgresStore(testStore.url!, 1);
+        try {
+          const binding = db.partnerReader(scope);
+          const unbound: ReaderBinding = { ...binding, startupParameters: { ...binding.startupParameters, role: 'none' } };
+          await assert.rejects(loginRoleStore.queryAsReader(unbound, scopeAndRows, []), /runs as postgres/);
+        } finally {
+          await loginRoleStore.close();
+        }
       }
     });
   });

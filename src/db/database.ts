@@ -36,17 +36,19 @@ export function scopeSetting(scope: Scope): string {
 }
 
 /**
- * Every statement the service runs goes through one of these two doors, each a transaction
- * under a role that row-level security binds: partners as `pds_app` limited to their scope,
- * the operator API as `pds_operator`. Settings are transaction-local, so nothing leaks from
- * one request to the next on a shared session (PGlite) or a pooled connection.
+ * Every statement the service runs goes through one of these doors, each under a role that
+ * row-level security binds: partners as `pds_app` limited to their scope, the operator API as
+ * `pds_operator`. Transactions set role and scope with SET LOCAL, so nothing leaks from one
+ * request to the next on a shared session (PGlite) or a pooled connection. Partner reads on a
+ * PostgreSQL server run on reader sessions instead, which hold role and scope as session state
+ * and serve nothing else (Store.queryAsReader).
  */
 export class Database {
   /**
    * A partner reader session's startup parameters (Store.queryAsReader). The role is the
-   * session's own from its start: RESET ROLE and RESET ALL return to it, and no statement on the
-   * session runs outside row-level security. Its scope starts empty, which sees nothing; it is
-   * read-only. Plans are cached: a page's statement repeats with other values, and planning
+   * session's own from its start: RESET ROLE and RESET ALL return to it (only SET ROLE NONE
+   * would leave it, and reader sessions run nothing but the read statements of src/query/sql.ts).
+   * Its scope starts empty, which sees nothing; it is read-only. Plans are cached: a page's statement repeats with other values, and planning
    * it anew cost as much as running it (the cheap page at 10 sessions: 3,600–4,400/s planned
    * each time, 6,200–7,000/s cached, pgbench on bench/read-page.ts data).
    */
@@ -76,7 +78,7 @@ export class Database {
   partnerReader(scope: Scope): ReaderBinding {
     return {
       startupParameters: this.readerParameters,
-      scope: { setting: SCOPE_SETTING, initial: '', value: scopeSetting(scope) },
+      scope: { setting: SCOPE_SETTING, value: scopeSetting(scope) },
       transaction: { readOnly: true, settings: this.partnerSettings(scope) },
     };
   }

@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { isDeepStrictEqual } from 'node:util';
 import postgres from 'postgres';
 import { parseArrayLiteral } from './array-literal.ts';
 import { Pool, TimeoutError } from 'tarn';
@@ -64,15 +65,17 @@ class Session {
   readonly sql: postgres.Sql;
   readonly openedAt = Date.now();
   lost: StoreUnavailableError | null = null;
-  /** A reader session's scope as last set and confirmed (Store.queryAsReader); it starts with its startup value. */
-  scope: string;
+  /**
+   * A reader session's scope as last set and confirmed with its role (Store.queryAsReader); null
+   * until then, so a session's first read always sets it and checks the role.
+   */
+  scope: string | null = null;
   private socket: net.Socket | null = null;
   private socketRequested = false;
   /** Rejecters of the statements sent and not yet settled. */
   private readonly outstanding = new Set<(error: StoreUnavailableError) => void>();
 
-  constructor(url: string, private readonly limits: StoreTimeouts, startupParameters: Readonly<Record<string, string>>, scope: string) {
-    this.scope = scope;
+  constructor(url: string, private readonly limits: StoreTimeouts, startupParameters: Readonly<Record<string, string>>) {
     // A Unix-socket URL (`?host=/var/run/postgresql`) arrives as `path`; otherwise the first host.
     const customSocket: CustomSocket = {
       socket: (options) => this.openSocket(options.path ? { path: options.path } : { host: options.host[0], port: options.port[0] }),
@@ -198,13 +201,7 @@ class Lease {
 
 type PoolLimits = StoreTimeouts & { maxConnections: number };
 
-/** What every session of a pool starts with: its startup parameters, and its scope among them. */
-interface SessionStart {
-  readonly parameters: Readonly<Record<string, string>>;
-  readonly scope: string;
-}
 
-const PLAIN_SESSION: SessionStart = { parameters: {}, scope: '' };
 
 const shuttingDown = () => new StoreUnavailableError('CONNECTION_ENDED', 'The service is shutting down.');
 
@@ -220,7 +217,7 @@ class SessionPool {
   private readonly waiting = new Set<ReturnType<Pool<Session>['acquire']>>();
   private closed = false;
 
-  constructor(url: string, private readonly limits: PoolLimits, start: SessionStart = PLAIN_SESSION) {
+  constructor(url: string, private readonly limits: PoolLimits, startupParameters: Readonly<Record<string, string>> = {}) {
     this.pool = new Pool<Session>({
       min: 0,
       max: limits.maxConnections,
@@ -229,7 +226,7 @@ class SessionPool {
       // it, and a failed connect fails that statement at once. A create that throws (a malformed
       // URL) fails the caller then too, instead of being retried until the wait runs out.
       create: () => {
-        const session = new Session(url, limits, start.parameters, start.scope);
+        const session = new Session(url, limits, startupParameters);
         this.sessions.add(session);
         return session;
       },
@@ -288,8 +285,11 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
   const limits = { maxConnections, ...timeouts };
   const pool = new SessionPool(url, limits);
   // Partner reads' sessions, opened with the reader's startup parameters on first use (queryAsReader).
-  let readers: { pool: SessionPool; binding: ReaderBinding } | null = null;
+  let readers: { pool: SessionPool; parameters: ReaderBinding['startupParameters'] } | null = null;
+  let closed = false;
   let citus: Promise<boolean> | null = null;
+  // Asked once, of the first read: a database becomes a Citus cluster only by migrating it, and the
+  // service migrates at start. A failed check is asked again by the next read.
   const isCitus = () => {
     citus ??= once((tx) => tx.query<{ citus: boolean }>(IS_CITUS)).then(([row]) => row.citus, (error) => {
       citus = null;
@@ -355,17 +355,21 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     /**
      * A reader session holds the role and the scope as session state, so a read whose scope is its
      * session's is its statement alone: one message and one answer, where a transaction around it
-     * costs three more of each (the cheap page: PR-13 figures in README.md). A session whose scope
+     * costs three more of each (the cheap page by postgres.js at 32 callers: 2,645/s for the statement
+     * alone, 1,555/s with BEGIN, the settings and COMMIT sent with it). A session whose scope
      * differs gets the new one first, in the same pipeline; the statement's answer is used only
      * once the change is confirmed, so a failed change never returns rows read under the old scope.
-     * The change also reads the session's role: a pooler that dropped the role from the startup
-     * parameters fails the read instead of running it as the login role. On Citus only SET LOCAL
-     * reaches the workers, so there (and with reader sessions off) the read keeps its transaction.
+     * The change also reads the session's role, and a session's first read always makes it: a
+     * pooler that dropped the role from the startup parameters fails the read instead of running
+     * it as the login role. Sessions must be the service's own (no transaction pooler: the
+     * recorded scope would be another server session's). On Citus only SET LOCAL reaches the
+     * workers, so there (and with reader sessions off) the read keeps its transaction.
      */
     async queryAsReader<T>(binding: ReaderBinding, text: string, params: readonly (string | null)[]) {
       if (!options.readerSessions || await isCitus()) return this.queryInTransaction<T>(text, params, binding.transaction);
-      readers ??= { binding, pool: new SessionPool(url, limits, { parameters: binding.startupParameters, scope: binding.scope.initial }) };
-      if (readers.binding.startupParameters !== binding.startupParameters) throw new Error('A store serves one reader binding.');
+      if (closed) throw shuttingDown();
+      readers ??= { parameters: binding.startupParameters, pool: new SessionPool(url, limits, binding.startupParameters) };
+      if (!isDeepStrictEqual(readers.parameters, binding.startupParameters)) throw new Error('A store opens its reader sessions with one set of startup parameters.');
       const lease = await readers.pool.lease();
       const tx = lease.queryable();
       try {
@@ -395,6 +399,9 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       const [plain, reading] = [pool.stats(), readers?.pool.stats()];
       return { inUse: plain.inUse + (reading?.inUse ?? 0), waiting: plain.waiting + (reading?.waiting ?? 0) };
     },
-    close: () => Promise.all([pool.close(), readers?.pool.close()]).then(() => {}),
+    close: async () => {
+      closed = true;
+      await Promise.all([pool.close(), readers?.pool.close()]);
+    },
   };
 }

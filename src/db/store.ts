@@ -39,8 +39,6 @@ export interface ReaderBinding {
   readonly startupParameters: Readonly<Record<string, string>>;
   readonly scope: {
     readonly setting: string;
-    /** Its value in startupParameters: a new session holds it until a read changes it. */
-    readonly initial: string;
     readonly value: string;
   };
   /** The same role and scope as a transaction's settings, for a store whose sessions cannot hold them. */
