@@ -128,5 +128,21 @@ if (storeBackends().includes('postgres')) {
         }
       }
     });
+
+    test('with reader sessions off a read runs in a transaction of its own, and its session keeps no scope', async () => {
+      const transactional = openPostgresStore(testStore.url!, 1, undefined, { readerSessions: false });
+      try {
+        const offDb = new Database(transactional, 5_000);
+        const [row] = await offDb.readAsPartner<{ pid: number; role: string; visible: string[] }>(ONE,
+          `select pg_backend_pid() as pid, current_user as role, ${VISIBLE}`, []);
+        assert.deepEqual({ role: row.role, visible: row.visible }, { role: 'pds_app', visible: [UNIVERSITIES[0]] });
+        // The store's one plain session served the read: no reader pool was opened.
+        const [idle] = await transactional.query<{ pid: number; role: string; scope: string | null }>(
+          `select pg_backend_pid() as pid, current_user as role, nullif(current_setting('pds.scope', true), '') as scope`);
+        assert.deepEqual({ ...idle, role: idle.role === 'pds_app' }, { pid: row.pid, role: false, scope: null });
+      } finally {
+        await transactional.close();
+      }
+    });
   });
 }
