@@ -6,7 +6,8 @@
  * its scope), one per path:
  *
  *   GET /unscoped/<n>  the page's statement alone: one prepared statement, no role, no scope,
- *                      with the service's plan caching (READ_FLOOR_PARAMETERS);
+ *                      with the service's plan caching, or on Citus its executor pool
+ *                      (READ_FLOOR_PARAMETERS);
  *   GET /scoped/<n>    the same statement under the service's role and scope: on PostgreSQL on
  *                      sessions opened with the service's reader parameters and the page's scope
  *                      (startup parameters, as the service's reader sessions), the statement

@@ -4,7 +4,7 @@
  * same concurrency in the same run: the statement alone (no role, no scope), and the statement
  * under the same role and scope as the service's.
  */
-import { Database } from '../src/db/database.ts';
+import { CITUS_PARTNER_SETTINGS, Database } from '../src/db/database.ts';
 import { DEFAULT_STATEMENT_TIMEOUT_MS } from '../src/db/store.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { planRead } from '../src/query/plan.ts';
@@ -83,8 +83,9 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
       const session = server === 'Citus' ? null : { ...reader.startupParameters, [reader.scope.setting]: reader.scope.value };
       return { ...statement, session, settings: reader.transaction.settings!, asRows };
     });
-    // The statement alone with the service's plan caching: its reader sessions' on PostgreSQL, the server's default on Citus.
-    const unscopedParameters = server === 'Citus' ? {} : { plan_cache_mode: readerOf.partnerReader(readers.university).startupParameters.plan_cache_mode };
+    // The statement alone with the service's plan caching on PostgreSQL (its reader sessions'), and
+    // on Citus with the executor pool its transactions set.
+    const unscopedParameters = server === 'Citus' ? CITUS_PARTNER_SETTINGS : { plan_cache_mode: readerOf.partnerReader(readers.university).startupParameters.plan_cache_mode };
     const [service, floor] = await Promise.all([
       startService(bench.url, port),
       startProgram('bench/read-floor.ts', floorPort, READ_FLOOR_BANNER, { DATABASE_URL: bench.url, READ_FLOOR_PAGES: JSON.stringify(floorPages), READ_FLOOR_PARAMETERS: JSON.stringify(unscopedParameters) }),

@@ -26,6 +26,16 @@ function settingsSql(role: 'pds_app' | 'pds_operator', settings: Readonly<Record
 
 const OPERATOR_SETTINGS = settingsSql('pds_operator', {});
 
+/**
+ * On Citus a partner's statement touches one university's shard, or a consortium's few: one
+ * connection per worker serves them. With the default executor pool, a multi-shard page opened
+ * further worker connections under load and closed them at commit (more than
+ * citus.max_cached_conns_per_worker): a consortium's 100-row page at 8 callers went from
+ * 21–26/s to 151–205/s with a pool of one (bench/read-page.ts data, 20,000 students).
+ * Elsewhere the setting is an inert placeholder.
+ */
+export const CITUS_PARTNER_SETTINGS: Readonly<Record<string, string>> = { 'citus.max_adaptive_executor_pool_size': '1' };
+
 /** The setting row-level security reads the scope from (pds_scope(), src/db/migrations/001_schema.sql). */
 const SCOPE_SETTING = 'pds.scope';
 
@@ -87,19 +97,12 @@ export class Database {
     return this.store.transaction(fn, { ...options, settings: OPERATOR_SETTINGS });
   }
 
-  /**
-   * The settings travel with the BEGIN of the transaction (TransactionOptions.settings).
-   * On Citus a partner's statement touches one university's shard, or a consortium's few: one
-   * connection per worker serves them. With the default executor pool, a multi-shard page opened
-   * further worker connections under load and closed them at commit (more than
-   * citus.max_cached_conns_per_worker): a consortium's 100-row page at 8 callers went from
-   * 21–26/s to 151–205/s with a pool of one (bench/read-page.ts data, 20,000 students).
-   */
+  /** The settings travel with the BEGIN of the transaction (TransactionOptions.settings). */
   partnerSettings(scope: Scope): string {
     return settingsSql('pds_app', {
       [SCOPE_SETTING]: scopeSetting(scope),
       statement_timeout: String(Math.trunc(this.statementTimeoutMs)),
-      'citus.max_adaptive_executor_pool_size': '1',
+      ...CITUS_PARTNER_SETTINGS,
     });
   }
 }
