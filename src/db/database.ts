@@ -58,9 +58,10 @@ export class Database {
    * A partner reader session's startup parameters (Store.queryAsReader). The role is the
    * session's own from its start: RESET ROLE and RESET ALL return to it (only SET ROLE NONE
    * would leave it, and reader sessions run nothing but the read statements of src/query/sql.ts).
-   * Its scope starts empty, which sees nothing; it is read-only. Plans are cached: a page's statement repeats with other values, and planning
-   * it anew cost as much as running it (the cheap page at 10 sessions: 3,600–4,400/s planned
-   * each time, 6,200–7,000/s cached, pgbench on bench/read-page.ts data).
+   * Its scope starts empty, which sees nothing; it is read-only. Plans are cached: a page's
+   * statement repeats with other values, and planning it anew cost as much as running it (the
+   * cheap page at 10 sessions: 3,600–4,400/s planned each time, 6,200–7,000/s cached, pgbench on
+   * bench/read-page.ts data).
    */
   private readonly readerParameters: Readonly<Record<string, string>>;
 

@@ -97,13 +97,14 @@ export async function openPgliteStore(options: PgliteOptions): Promise<Store & {
     if (transactionOptions.settings) await tx.exec(transactionOptions.settings);
     return fn(queryableOf(tx));
   }));
+  const queryInTransaction: Store['queryInTransaction'] = (text, params, transactionOptions) => transaction((tx) => tx.query(text, params), transactionOptions);
   return {
     query: (text, params) => gate.run(() => base.query(text, params)),
     exec: (text) => gate.run(() => base.exec(text)),
     firstColumn: (text) => gate.run(() => base.firstColumn(text)),
     transaction,
-    queryInTransaction: (text, params, transactionOptions) => transaction((tx) => tx.query(text, params), transactionOptions),
-    queryAsReader: (binding, text, params) => transaction((tx) => tx.query(text, params), binding.transaction),
+    queryInTransaction,
+    queryAsReader: (binding, text, params) => queryInTransaction(text, params, binding.transaction),
     poolStats: () => gate.stats(),
     async close() {
       if (!db.closed) await db.close();

@@ -1,282 +1,13 @@
-import net from 'node:net';
+/**
+ * The PostgreSQL server backend of the store adapter (src/db/store.ts): statements and
+ * transactions on pooled sessions (src/db/postgres-sessions.ts), and partner reads on reader
+ * sessions of a pool of their own.
+ */
 import { isDeepStrictEqual } from 'node:util';
-import postgres from 'postgres';
-import { parseArrayLiteral } from './array-literal.ts';
-import { Pool, TimeoutError } from 'tarn';
+import { SessionPool, rollBack, shuttingDown } from './postgres-sessions.ts';
 import {
-  type PoolStats, type Queryable, type ReaderBinding, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
+  type Queryable, type ReaderBinding, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
 } from './store.ts';
-
-const arrayOf = (parse: (element: string) => unknown) => (literal: string) =>
-  (parseArrayLiteral(literal) ?? []).map((element) => (element === null ? null : parse(element)));
-
-/**
- * Parameters are always text for PostgreSQL's own input functions to read. postgres.js would
- * otherwise re-serialise them by the described parameter type: the string 'true' would become
- * 'f', and JSON text would be quoted a second time. Array results are parsed here rather than by
- * the types postgres.js fetches when a session connects (`fetch_types: false` below): that fetch
- * is started without a handler, so a session killed during it raised an unhandled rejection
- * (seen 3 times in 4 runs of the terminate test under load), and it cost every new session a
- * round trip.
- */
-const textParameters = {
-  boolean: { to: 16, from: [16], serialize: String, parse: (x: string) => x === 't' },
-  json: { to: 114, from: [114, 3802], serialize: String, parse: (x: string) => JSON.parse(x) },
-  date: { to: 1184, from: [1082, 1114, 1184], serialize: String, parse: (x: string) => new Date(x) },
-  // text[], name[], varchar[], int8[] (as strings, like int8 itself), uuid[].
-  textArray: { to: 1009, from: [1009, 1003, 1015, 1016, 2951], serialize: String, parse: arrayOf(String) },
-  integerArray: { to: 1007, from: [1005, 1007], serialize: String, parse: arrayOf(Number) },
-  booleanArray: { to: 1000, from: [1000], serialize: String, parse: arrayOf((x) => x === 't') },
-};
-
-/** Connections are retired after this long, so a fail-over's old server is left within it. */
-const CONNECTION_LIFETIME_MS = 30 * 60_000;
-
-/** Error codes postgres.js and Node's sockets give when the connection, not the statement, failed. */
-const CONNECTION_FAILURE_CODES = new Set([
-  'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT',
-  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
-]);
-
-function asUnavailable(error: unknown): unknown {
-  const code = String((error as { code?: unknown })?.code ?? '');
-  if (error instanceof StoreUnavailableError || !CONNECTION_FAILURE_CODES.has(code)) return error;
-  return new StoreUnavailableError(code, (error as Error).message);
-}
-
-/** A postgres.js query: lazy, it is sent when first awaited. */
-type Statement = PromiseLike<unknown>;
-
-/** postgres.js's documented `socket` option (README, "Custom socket"), which its types omit. */
-interface CustomSocket {
-  socket(options: { host: string[]; port: number[]; path?: string }): Promise<net.Socket>;
-}
-
-/**
- * One server session, owned by one caller at a time. Each has a postgres.js instance of its own
- * (max 1) whose socket this class opens: postgres.js gets exactly one socket per session and
- * never reconnects it. When the session dies, its statements fail and the pool destroys it
- * instead of handing it out again. postgres.js's own `reserve()` kept using a reserved
- * connection after its backend died (porsager/postgres#1208): the next statement wrote to a
- * null socket from a timer, an uncaught TypeError that ended the process; statements queued
- * behind a full pipeline were never settled.
- */
-class Session {
-  readonly sql: postgres.Sql;
-  readonly openedAt = Date.now();
-  lost: StoreUnavailableError | null = null;
-  /**
-   * A reader session's scope as last set and confirmed with its role (Store.queryAsReader); null
-   * until then, so a session's first read always sets it and checks the role.
-   */
-  scope: string | null = null;
-  private socket: net.Socket | null = null;
-  private socketRequested = false;
-  /** Rejecters of the statements sent and not yet settled. */
-  private readonly outstanding = new Set<(error: StoreUnavailableError) => void>();
-
-  constructor(url: string, private readonly limits: StoreTimeouts, startupParameters: Readonly<Record<string, string>>) {
-    // A Unix-socket URL (`?host=/var/run/postgresql`) arrives as `path`; otherwise the first host.
-    const customSocket: CustomSocket = {
-      socket: (options) => this.openSocket(options.path ? { path: options.path } : { host: options.host[0], port: options.port[0] }),
-    };
-    this.sql = postgres(url, Object.assign({
-      max: 1,
-      onnotice: () => {},
-      types: textParameters,
-      connection: { application_name: 'partner-data-service', ...startupParameters },
-      // Covers the startup and authentication exchange; openSocket bounds the TCP connect.
-      connect_timeout: limits.connectTimeoutMs / 1000,
-      max_lifetime: 0,
-      fetch_types: false,
-    }, customSocket));
-  }
-
-  run<T>(statement: Statement): Promise<T> {
-    if (this.lost) return Promise.reject(this.lost);
-    return new Promise<T>((resolve, reject) => {
-      const fail = (error: unknown) => {
-        this.outstanding.delete(fail);
-        reject(asUnavailable(error));
-      };
-      this.outstanding.add(fail);
-      statement.then((value) => {
-        this.outstanding.delete(fail);
-        resolve(value as T);
-      }, fail);
-    });
-  }
-
-  /** Ends the session at once: its socket is destroyed and every statement in flight fails. */
-  destroy(error: StoreUnavailableError): void {
-    if (this.lost) return;
-    this.lost = error;
-    for (const fail of [...this.outstanding]) fail(error);
-    this.socket?.destroy();
-    this.sql.end({ timeout: 0 }).catch(() => {});
-  }
-
-  private async openSocket(address: net.NetConnectOpts): Promise<net.Socket> {
-    if (this.socketRequested) throw new StoreUnavailableError('CONNECTION_CLOSED', 'The session was lost.');
-    this.socketRequested = true;
-    const socket = net.connect(address);
-    this.socket = socket;
-    socket.on('error', () => {});
-    socket.once('close', () => this.destroy(new StoreUnavailableError('CONNECTION_CLOSED', 'The connection to the data store closed.')));
-    const timer = setTimeout(() => {
-      this.destroy(new StoreUnavailableError('CONNECT_TIMEOUT', `No connection to the data store within ${this.limits.connectTimeoutMs} ms.`));
-    }, this.limits.connectTimeoutMs);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        socket.once('connect', resolve);
-        socket.once('close', () => reject(this.lost));
-      });
-    } finally {
-      clearTimeout(timer);
-    }
-    return socket;
-  }
-}
-
-/**
- * A lease of a session to one transaction (or one statement). It owns the transaction's budget
- * of time spent waiting for the store: the clock runs while any statement is outstanding, and
- * when the budget is spent the session is destroyed, so a stalled network fails the request
- * instead of hanging it. A lease that has ended refuses statements: nothing can reach a session
- * after it was handed to someone else.
- */
-class Lease {
-  private ended = false;
-  private budgetMs: number;
-  private waitingSince = 0;
-  private timer: NodeJS.Timeout | null = null;
-  private pending = 0;
-
-  constructor(readonly session: Session, budgetMs: number) {
-    this.budgetMs = budgetMs;
-  }
-
-  run<T>(statement: () => Statement): Promise<T> {
-    if (this.ended) return Promise.reject(new StoreUnavailableError('CONNECTION_ENDED', 'The transaction has ended.'));
-    if (this.pending++ === 0) this.startClock();
-    return this.session.run<T>(statement()).finally(() => {
-      if (--this.pending === 0) this.stopClock();
-    });
-  }
-
-  queryable(): Queryable {
-    const { sql } = this.session;
-    return {
-      query: <T>(text: string, params: readonly (string | null)[] = []) =>
-        this.run<T[]>(() => sql.unsafe(text, params as (string | null)[], { prepare: true })),
-      exec: async (text: string) => {
-        await this.run(() => sql.unsafe(text));
-      },
-      firstColumn: async (text: string) => {
-        const rows = await this.run<unknown[][]>(() => sql.unsafe(text).raw());
-        return rows.map((row) => row[0] as Uint8Array);
-      },
-    };
-  }
-
-  end(): void {
-    this.ended = true;
-    this.stopClock();
-  }
-
-  private startClock(): void {
-    this.waitingSince = Date.now();
-    this.timer = setTimeout(() => {
-      this.session.destroy(new StoreUnavailableError('STORE_TIMEOUT', 'The data store did not answer in time.'));
-    }, Math.max(0, this.budgetMs));
-  }
-
-  private stopClock(): void {
-    if (!this.timer) return;
-    clearTimeout(this.timer);
-    this.timer = null;
-    this.budgetMs -= Date.now() - this.waitingSince;
-  }
-}
-
-type PoolLimits = StoreTimeouts & { maxConnections: number };
-
-
-
-const shuttingDown = () => new StoreUnavailableError('CONNECTION_ENDED', 'The service is shutting down.');
-
-/**
- * Sessions to one server, pooled by tarn: at most `maxConnections`, and a caller waits at most
- * `poolWaitMs` for one. A session is checked when it is handed out: a lost one, or one past its
- * lifetime, is destroyed there and another taken or opened in its place.
- */
-class SessionPool {
-  private readonly pool: Pool<Session>;
-  /** Every session not yet destroyed, handed out or not, so that close() can end them all. */
-  private readonly sessions = new Set<Session>();
-  private readonly waiting = new Set<ReturnType<Pool<Session>['acquire']>>();
-  private closed = false;
-
-  constructor(url: string, private readonly limits: PoolLimits, startupParameters: Readonly<Record<string, string>> = {}) {
-    this.pool = new Pool<Session>({
-      min: 0,
-      max: limits.maxConnections,
-      acquireTimeoutMillis: limits.poolWaitMs,
-      // Opening a session sends nothing: it connects on its first statement, in one pipeline with
-      // it, and a failed connect fails that statement at once. A create that throws (a malformed
-      // URL) fails the caller then too, instead of being retried until the wait runs out.
-      create: () => {
-        const session = new Session(url, limits, startupParameters);
-        this.sessions.add(session);
-        return session;
-      },
-      propagateCreateError: true,
-      validate: (session) => !session.lost && Date.now() - session.openedAt < CONNECTION_LIFETIME_MS,
-      destroy: (session) => {
-        this.sessions.delete(session);
-        return session.sql.end({ timeout: 5 });
-      },
-      // An idle session past its lifetime would not pass validate; end it without waiting for a caller.
-      idleTimeoutMillis: CONNECTION_LIFETIME_MS,
-    });
-  }
-
-  async lease(storeWaitMs = this.limits.storeWaitMs): Promise<Lease> {
-    if (this.closed) throw shuttingDown();
-    const acquire = this.pool.acquire();
-    this.waiting.add(acquire);
-    try {
-      return new Lease(await acquire.promise, storeWaitMs);
-    } catch (error) {
-      if (this.closed) throw shuttingDown();
-      if (error instanceof TimeoutError) throw new StoreUnavailableError('POOL_TIMEOUT', `No data store connection came free within ${this.limits.poolWaitMs} ms.`);
-      throw error;
-    } finally {
-      this.waiting.delete(acquire);
-    }
-  }
-
-  stats(): PoolStats {
-    return { inUse: this.pool.numUsed(), waiting: this.pool.numPendingAcquires() };
-  }
-
-  release(lease: Lease): void {
-    lease.end();
-    this.pool.release(lease.session);
-  }
-
-  /** Callers still waiting are refused at once; sessions in use are ended with the idle ones. */
-  async close(): Promise<void> {
-    this.closed = true;
-    for (const acquire of this.waiting) acquire.abort();
-    await Promise.all([...this.sessions].map((session) => session.sql.end({ timeout: 5 })));
-    await this.pool.destroy();
-  }
-}
-
-/** Ends the lease's transaction, if one is open (ROLLBACK outside one only warns); a session that cannot is ended. */
-const rollBack = (lease: Lease) => lease.queryable().exec('rollback')
-  .catch((rollbackError) => lease.session.destroy(new StoreUnavailableError('ROLLBACK_FAILED', String(rollbackError))));
 
 /** Whether the server is a Citus coordinator: its sessions cannot carry a scope to the workers. */
 const IS_CITUS = `select exists (select 1 from pg_extension where extname = 'citus') as citus`;
@@ -288,6 +19,14 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
   let readers: { pool: SessionPool; parameters: ReaderBinding['startupParameters'] } | null = null;
   let closed = false;
   let citus: Promise<boolean> | null = null;
+  const once = async <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> => {
+    const lease = await pool.lease();
+    try {
+      return await fn(lease.queryable());
+    } finally {
+      pool.release(lease);
+    }
+  };
   // Asked once, of the first read: a database becomes a Citus cluster only by migrating it, and the
   // service migrates at start. A failed check is asked again by the next read.
   const isCitus = () => {
@@ -296,14 +35,6 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       throw error;
     });
     return citus;
-  };
-  const once = async <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> => {
-    const lease = await pool.lease();
-    try {
-      return await fn(lease.queryable());
-    } finally {
-      pool.release(lease);
-    }
   };
   return {
     query: (text, params) => once((tx) => tx.query(text, params)),

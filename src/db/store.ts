@@ -35,7 +35,7 @@ export interface TransactionOptions {
  * changed per read when it differs.
  */
 export interface ReaderBinding {
-  /** The same object for every read: a store opens its reader sessions with it once. */
+  /** The same for every read of a store: it opens its reader sessions with them. */
   readonly startupParameters: Readonly<Record<string, string>>;
   readonly scope: {
     readonly setting: string;
