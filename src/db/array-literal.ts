@@ -3,7 +3,7 @@
  * backslashes and the word NULL inside values stay data. `null` elements become NULL.
  */
 export function arrayLiteral(values: readonly (string | null)[]): string {
-  const elements = values.map((v) => (v === null ? 'NULL' : `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`));
+  const elements = values.map((v) => (v === null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`));
   return `{${elements.join(',')}}`;
 }
 

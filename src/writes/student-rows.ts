@@ -94,18 +94,19 @@ function studentRow(row: Row, index: number, sentEmail: string): StudentRow {
   };
 }
 
+const rejectedRow = (code: StudentRowCode, message: string, sentEmail: string | null): ValidatedStudentRow => ({ rejected: reject(code, message), sentEmail });
+
 export function validateStudentRow(raw: unknown, index: number, mode: WriteMode): ValidatedStudentRow {
   const row = asObject(raw);
-  if (row === null) return { rejected: reject('INVALID_FIELD', 'Each row must be a JSON object.'), sentEmail: null };
+  if (row === null) return rejectedRow('INVALID_FIELD', 'Each row must be a JSON object.', null);
   const sentEmail = typeof row.email === 'string' ? row.email : null;
-  const fail = (code: StudentRowCode, message: string): ValidatedStudentRow => ({ rejected: reject(code, message), sentEmail });
   if (sentEmail === null || sentEmail.trim().length > STUDENT_SHAPE.fields.email.maxLength || !EMAIL.test(sentEmail.trim()) || hasControlCharacter(sentEmail)) {
-    return fail('INVALID_EMAIL', row.email === undefined ? 'email is required.' : 'email is not a valid address.');
+    return rejectedRow('INVALID_EMAIL', row.email === undefined ? 'email is required.' : 'email is not a valid address.', sentEmail);
   }
   const creating = mode !== 'patch';
   const problem = kindsProblem(row, creating) ?? requiredProblem(row, creating);
-  if (problem) return fail(problem.code, problem.message);
+  if (problem) return rejectedRow(problem.code, problem.message, sentEmail);
   const textProblem = firstTextProblem(STUDENT_SHAPE, row);
-  if (textProblem) return fail('INVALID_FIELD', textProblem);
+  if (textProblem) return rejectedRow('INVALID_FIELD', textProblem, sentEmail);
   return { ok: studentRow(row, index, sentEmail) };
 }
