@@ -58,6 +58,7 @@ class SwitchedStore implements Store {
       },
       exec: (text) => tx.exec(text),
       firstColumn: (text) => tx.firstColumn(text),
+      queryColumns: (text, params) => tx.queryColumns(text, params),
     }), options);
     const hold = this.hold;
     if (claimed && hold) {
@@ -70,9 +71,10 @@ class SwitchedStore implements Store {
 
   query: Store['query'] = (text, params) => this.inner.query(text, params);
   queryInTransaction: Store['queryInTransaction'] = (text, params, options) => this.inner.queryInTransaction(text, params, options);
-  queryAsReader: Store['queryAsReader'] = (binding, text, params) => this.inner.queryAsReader(binding, text, params);
+  readAsReader: Store['readAsReader'] = (binding, read) => this.inner.readAsReader(binding, read);
   exec: Store['exec'] = (text) => this.inner.exec(text);
   firstColumn: Store['firstColumn'] = (text) => this.inner.firstColumn(text);
+  queryColumns: Store['queryColumns'] = (text, params) => this.inner.queryColumns(text, params);
   poolStats: Store['poolStats'] = () => this.inner.poolStats();
   close: Store['close'] = () => this.inner.close();
 }

@@ -23,7 +23,7 @@ for (const backend of storeBackends()) {
     });
     after(() => testStore.drop());
 
-    /** A partner's read-only transaction, as reads on PGlite and Citus run (Store.queryAsReader). */
+    /** A partner's read-only transaction, as reads on PGlite and Citus run (Store.readAsReader). */
     const partnerRead = () => ({ readOnly: true, settings: db.partnerSettings(SCOPE) });
 
     /** The session's state between transactions: no open transaction, no setting left over. */

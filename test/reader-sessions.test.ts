@@ -1,5 +1,5 @@
 /**
- * Store.queryAsReader: a partner's read on a session that holds the role and the scope
+ * Store.readAsReader: a partner's read on a session that holds the role and the scope
  * (PostgreSQL), or in a transaction with them (PGlite, Citus). Each read sees its own scope and
  * nothing else, whatever the session read before; a scope change that fails returns nothing read
  * under the old one; no statement on a reader session runs outside row-level security.
@@ -94,7 +94,7 @@ if (storeBackends().includes('postgres')) {
       // The same binding as readAsPartner's, with a setting name the server refuses.
       const binding = db.partnerReader(OTHER);
       const refused: ReaderBinding = { ...binding, scope: { ...binding.scope, setting: 'not a setting name' } };
-      await assert.rejects(store.queryAsReader(refused, scopeAndRows, []), { code: '42704' });
+      await assert.rejects(store.readAsReader(refused, (tx) => tx.query(scopeAndRows)), { code: '42704' });
       const [after] = await db.readAsPartner<{ pid: number; visible: string[] }>(OTHER, `select pg_backend_pid() as pid, ${VISIBLE}`, []);
       assert.notEqual(after.pid, before.pid);
       assert.deepEqual(after.visible, [UNIVERSITIES[1]]);
@@ -122,7 +122,7 @@ if (storeBackends().includes('postgres')) {
         try {
           const binding = db.partnerReader(scope);
           const unbound: ReaderBinding = { ...binding, startupParameters: { ...binding.startupParameters, role: 'none' } };
-          await assert.rejects(loginRoleStore.queryAsReader(unbound, scopeAndRows, []), /runs as postgres/);
+          await assert.rejects(loginRoleStore.readAsReader(unbound, (tx) => tx.query(scopeAndRows)), /runs as postgres/);
         } finally {
           await loginRoleStore.close();
         }

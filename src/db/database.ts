@@ -51,11 +51,11 @@ export function scopeSetting(scope: Scope): string {
  * `pds_operator`. Transactions set role and scope with SET LOCAL, so nothing leaks from one
  * request to the next on a shared session (PGlite) or a pooled connection. Partner reads on a
  * PostgreSQL server run on reader sessions instead, which hold role and scope as session state
- * and serve nothing else (Store.queryAsReader).
+ * and serve nothing else (Store.readAsReader).
  */
 export class Database {
   /**
-   * A partner reader session's startup parameters (Store.queryAsReader). The role is the
+   * A partner reader session's startup parameters (Store.readAsReader). The role is the
    * session's own from its start: RESET ROLE and RESET ALL return to it (only SET ROLE NONE
    * would leave it, and reader sessions run nothing but the read statements of src/query/sql.ts).
    * Its scope starts empty, which sees nothing; it is read-only. Plans are cached: a page's
@@ -80,9 +80,14 @@ export class Database {
     return this.store.transaction(fn, { ...options, settings: this.partnerSettings(scope) });
   }
 
-  /** One read-only statement as a partner, on a session that holds the role and the scope (Store.queryAsReader). */
+  /** One read-only statement as a partner, on a session that holds the role and the scope (Store.readAsReader). */
   readAsPartner<T = Row>(scope: Scope, text: string, params: readonly (string | null)[]): Promise<T[]> {
-    return this.store.queryAsReader<T>(this.partnerReader(scope), text, params);
+    return this.store.readAsReader(this.partnerReader(scope), (tx) => tx.query<T>(text, params));
+  }
+
+  /** readAsPartner with each row as its columns unparsed (Queryable.queryColumns). */
+  readColumnsAsPartner(scope: Scope, text: string, params: readonly (string | null)[]): Promise<unknown[][]> {
+    return this.store.readAsReader(this.partnerReader(scope), (tx) => tx.queryColumns(text, params));
   }
 
   /** A partner's role and scope as a reader binding: as session state, and as a read-only transaction's settings. */

@@ -21,6 +21,9 @@ function queryableOf(db: PGlite | Transaction): Queryable {
     exec(text: string) {
       return inOrder(async () => void (await db.exec(text)));
     },
+    queryColumns(text: string, params: readonly (string | null)[] = []) {
+      return inOrder(async () => (await db.query<unknown[]>(text, params as (string | null)[], { rowMode: 'array' })).rows);
+    },
     firstColumn(text: string) {
       return inOrder(async () => (await db.query<unknown[]>(text, [], { rowMode: 'array' })).rows.map((row) => row[0] as string));
     },
@@ -102,9 +105,10 @@ export async function openPgliteStore(options: PgliteOptions): Promise<Store & {
     query: (text, params) => gate.run(() => base.query(text, params)),
     exec: (text) => gate.run(() => base.exec(text)),
     firstColumn: (text) => gate.run(() => base.firstColumn(text)),
+    queryColumns: (text, params) => gate.run(() => base.queryColumns(text, params)),
     transaction,
     queryInTransaction,
-    queryAsReader: (binding, text, params) => queryInTransaction(text, params, binding.transaction),
+    readAsReader: (binding, read) => transaction(read, binding.transaction),
     poolStats: () => gate.stats(),
     async close() {
       if (!db.closed) await db.close();

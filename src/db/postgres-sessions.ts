@@ -68,7 +68,7 @@ class Session {
   readonly openedAt = Date.now();
   lost: StoreUnavailableError | null = null;
   /**
-   * A reader session's scope as last set and confirmed with its role (Store.queryAsReader); null
+   * A reader session's scope as last set and confirmed with its role (Store.readAsReader); null
    * until then, so a session's first read always sets it and checks the role.
    */
   scope: string | null = null;
@@ -174,6 +174,8 @@ export class Lease {
       exec: async (text: string) => {
         await this.run(() => sql.unsafe(text));
       },
+      queryColumns: (text: string, params: readonly (string | null)[] = []) =>
+        this.run<unknown[][]>(() => sql.unsafe(text, params as (string | null)[], { prepare: true }).raw()),
       firstColumn: async (text: string) => {
         const rows = await this.run<unknown[][]>(() => sql.unsafe(text).raw());
         return rows.map((row) => row[0] as Uint8Array);

@@ -15,7 +15,7 @@ const IS_CITUS = `select exists (select 1 from pg_extension where extname = 'cit
 export function openPostgresStore(url: string, maxConnections: number, timeouts: StoreTimeouts = DEFAULT_STORE_TIMEOUTS, options: { readerSessions: boolean } = { readerSessions: true }): Store {
   const limits = { maxConnections, ...timeouts };
   const pool = new SessionPool(url, limits);
-  // Partner reads' sessions, opened with the reader's startup parameters on first use (queryAsReader).
+  // Partner reads' sessions, opened with the reader's startup parameters on first use (readAsReader).
   let readers: { pool: SessionPool; parameters: ReaderBinding['startupParameters'] } | null = null;
   let closed = false;
   let citus: Promise<boolean> | null = null;
@@ -36,10 +36,35 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     });
     return citus;
   };
+  /**
+   * BEGIN, the statement `read` sends and COMMIT go out together, nothing awaited in between: one
+   * round trip where awaiting the statement before COMMIT made two (the cheap page's transaction
+   * at 32 callers on 10 sessions: 1,370–1,630/s against 1,270–1,320/s). After a failed BEGIN or
+   * statement the transaction is aborted and COMMIT answers ROLLBACK without an error, so the
+   * session comes back idle; a session that failed is destroyed by its lease and never handed out again.
+   */
+  const readInTransaction = async <R>(read: (tx: Queryable) => Promise<R>, options: TransactionOptions = {}): Promise<R> => {
+    const lease = await pool.lease(options.storeWaitMs);
+    const tx = lease.queryable();
+    try {
+      const begin = beginMessages(options);
+      const outcomes = await Promise.allSettled([...begin.map((message) => tx.exec(message)), read(tx), tx.exec('commit')]);
+      const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+      if (failed) {
+        // As in transaction(): a session that cannot answer a ROLLBACK (one whose connect was refused) is ended.
+        if (!lease.session.lost) await rollBack(lease);
+        throw failed.reason;
+      }
+      return (outcomes[begin.length] as PromiseFulfilledResult<R>).value;
+    } finally {
+      pool.release(lease);
+    }
+  };
   return {
     query: (text, params) => once((tx) => tx.query(text, params)),
     exec: (text) => once((tx) => tx.exec(text)),
     firstColumn: (text) => once((tx) => tx.firstColumn(text)),
+    queryColumns: (text, params) => once((tx) => tx.queryColumns(text, params)),
     /**
      * BEGIN and the settings (src/db/store.ts beginMessages) are not awaited: it travels in one pipeline with
      * the callback's first statements, so a one-query transaction costs two round trips, not four.
@@ -59,30 +84,8 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
         pool.release(lease);
       }
     },
-    /**
-     * BEGIN, the statement and COMMIT go out together, nothing awaited in between: one round trip
-     * where awaiting the statement before COMMIT made two (the cheap page's transaction at 32
-     * callers on 10 sessions: 1,370–1,630/s against 1,270–1,320/s). After a failed BEGIN or statement the transaction is
-     * aborted and COMMIT answers ROLLBACK without an error, so the session comes back idle; a
-     * session that failed is destroyed by its lease and never handed out again.
-     */
-    async queryInTransaction<T>(text: string, params: readonly (string | null)[], options: TransactionOptions = {}) {
-      const lease = await pool.lease(options.storeWaitMs);
-      const tx = lease.queryable();
-      try {
-        const begin = beginMessages(options);
-        const outcomes = await Promise.allSettled([...begin.map((message) => tx.exec(message)), tx.query<T>(text, params), tx.exec('commit')]);
-        const failed = outcomes.find((outcome) => outcome.status === 'rejected');
-        if (failed) {
-          // As in transaction(): a session that cannot answer a ROLLBACK (one whose connect was refused) is ended.
-          if (!lease.session.lost) await rollBack(lease);
-          throw failed.reason;
-        }
-        return (outcomes[begin.length] as PromiseFulfilledResult<T[]>).value;
-      } finally {
-        pool.release(lease);
-      }
-    },
+    queryInTransaction: <T>(text: string, params: readonly (string | null)[], options?: TransactionOptions) =>
+      readInTransaction((tx) => tx.query<T>(text, params), options),
     /**
      * A reader session holds the role and the scope as session state, so a read whose scope is its
      * session's is its statement alone: one message and one answer, where a transaction around it
@@ -96,8 +99,8 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
      * recorded scope would be another server session's). On Citus only SET LOCAL reaches the
      * workers, so there (and with reader sessions off) the read keeps its transaction.
      */
-    async queryAsReader<T>(binding: ReaderBinding, text: string, params: readonly (string | null)[]) {
-      if (!options.readerSessions || await isCitus()) return this.queryInTransaction<T>(text, params, binding.transaction);
+    async readAsReader<R>(binding: ReaderBinding, read: (tx: Queryable) => Promise<R>) {
+      if (!options.readerSessions || await isCitus()) return readInTransaction(read, binding.transaction);
       if (closed) throw shuttingDown();
       readers ??= { parameters: binding.startupParameters, pool: new SessionPool(url, limits, binding.startupParameters) };
       if (!isDeepStrictEqual(readers.parameters, binding.startupParameters)) throw new Error('A store opens its reader sessions with one set of startup parameters.');
@@ -105,10 +108,10 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       const tx = lease.queryable();
       try {
         const { session } = lease;
-        if (session.scope === binding.scope.value) return await tx.query<T>(text, params);
-        const [changed, read] = await Promise.allSettled([
+        if (session.scope === binding.scope.value) return await read(tx);
+        const [changed, outcome] = await Promise.allSettled([
           tx.query<{ role: string }>(`select set_config($1, $2, false), current_user as role`, [binding.scope.setting, binding.scope.value]),
-          tx.query<T>(text, params),
+          read(tx),
         ]);
         if (changed.status === 'rejected') {
           session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', String(changed.reason)));
@@ -120,8 +123,8 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
           throw new Error(`A reader session runs as ${role}, not ${binding.startupParameters.role}: its pooler dropped the role (PDS_READER_SESSIONS).`);
         }
         session.scope = binding.scope.value;
-        if (read.status === 'rejected') throw read.reason;
-        return read.value;
+        if (outcome.status === 'rejected') throw outcome.reason;
+        return outcome.value;
       } finally {
         readers.pool.release(lease);
       }

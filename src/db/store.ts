@@ -15,6 +15,12 @@ export interface Queryable {
    * without decoding (postgres.js), text otherwise (PGlite).
    */
   firstColumn(text: string): Promise<(string | Uint8Array)[]>;
+  /**
+   * One parameterised statement, each row as its columns in order, unparsed: the bytes the
+   * server sent where the driver hands them over without decoding them (postgres.js), what the
+   * driver made of them otherwise (PGlite: text, numbers); null for NULL.
+   */
+  queryColumns(text: string, params?: readonly (string | null)[]): Promise<unknown[][]>;
 }
 
 export interface TransactionOptions {
@@ -30,7 +36,7 @@ export interface TransactionOptions {
 }
 
 /**
- * Who reads and within what, as session state (Store.queryAsReader, src/db/database.ts): the
+ * Who reads and within what, as session state (Store.readAsReader, src/db/database.ts): the
  * parameters a reader session starts with (its role among them), and its scope, a setting
  * changed per read when it differs.
  */
@@ -62,11 +68,12 @@ export interface Store extends Queryable {
    */
   queryInTransaction<T = Row>(text: string, params: readonly (string | null)[], options?: TransactionOptions): Promise<T[]>;
   /**
-   * One read-only statement under a reader binding. Where sessions can hold the binding (a
-   * PostgreSQL server) it runs on a session of a pool of its own; elsewhere (PGlite's one shared
-   * session, Citus) in a transaction with the binding's settings (queryInTransaction).
+   * One read-only statement under a reader binding: `read` sends it, at once and alone, on the
+   * queryable it is given. Where sessions can hold the binding (a PostgreSQL server) it runs on a
+   * session of a pool of its own; elsewhere (PGlite's one shared session, Citus) in a transaction
+   * with the binding's settings, sent as queryInTransaction sends its statement.
    */
-  queryAsReader<T = Row>(binding: ReaderBinding, text: string, params: readonly (string | null)[]): Promise<T[]>;
+  readAsReader<R>(binding: ReaderBinding, read: (tx: Queryable) => Promise<R>): Promise<R>;
   poolStats(): PoolStats;
   close(): Promise<void>;
 }

@@ -32,8 +32,8 @@ interface PageSize {
 }
 
 export interface ReadResult extends PageSize {
-  /** The page as text in the plan's media type; null for HEAD. */
-  readonly body: string | Readable | null;
+  /** The page in the plan's media type, as bytes or text, or streamed; null for HEAD. */
+  readonly body: string | Uint8Array | Readable | null;
 }
 
 /** A node of EXPLAIN (FORMAT JSON)'s plan; Citus's scan of a distributed table carries its tasks. */
@@ -111,17 +111,12 @@ async function readSingular(tx: Queryable, plan: ReadPlan, tenants: Tenants, hea
   return { rows: 1, total: null, body: head ? null : row.body };
 }
 
-interface PageRow {
-  readonly total: string | null;
-  readonly page_total: number;
-  readonly body: string | null;
-}
-
 /**
  * What json_agg writes between two elements: the page framed here reads byte for byte as the
  * one PostgreSQL aggregates.
  */
-const JSON_AGG_SEPARATOR = ', ';
+const JSON_AGG_SEPARATOR = Buffer.from(', ');
+const [JSON_ARRAY_OPEN, JSON_ARRAY_CLOSE] = [Buffer.from('['), Buffer.from(']')];
 
 /**
  * Whether a page comes as one row per object (buildPageRowsStatement): a JSON page without a
@@ -135,30 +130,42 @@ export function sentAsRows(plan: ReadPlan, tenants: readonly string[]): boolean 
   return plan.count === null && plan.mediaType === 'json' && tenants.length > 1 && plan.page.offset === 0;
 }
 
+/** A column as bytes: as the driver handed it over, or its text encoded. */
+const bytesOf = (column: unknown): Uint8Array => (column instanceof Uint8Array ? column : Buffer.from(String(column)));
+
+/** A number column, whether it came as bytes, text or a number. */
+const numberOf = (column: unknown): number =>
+  Number(column instanceof Uint8Array ? Buffer.from(column.buffer, column.byteOffset, column.byteLength).toString() : column);
+
 /**
  * A page sent whole. An exact total is counted in the page's own statement, so without an
  * estimated total the read is one statement, and its transaction one round trip. A JSON page
  * without a total over several universities comes as one row per object (buildPageRowsStatement:
- * on Citus, one task per shard and no subplan) and is put in its array here.
+ * on Citus, one task per shard and no subplan) and is put in its array here. The body goes out
+ * as the bytes PostgreSQL sent (Queryable.queryColumns), never decoded into a string and encoded
+ * back: for a 100-row page of 12 KB that was 7–11 µs of ASCII text, 22–26 µs with accented names.
  */
 async function readWhole(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
   const tenants = scope.universityIds;
   if (sentAsRows(plan, tenants)) {
     const statement = buildPageRowsStatement(plan, tenants);
-    const rows = await db.readAsPartner<{ row: string }>(scope, statement.text, statement.params);
-    return { rows: rows.length, total: null, body: options.head ? null : `[${rows.map((r) => r.row).join(JSON_AGG_SEPARATOR)}]` };
+    const rows = await db.readColumnsAsPartner(scope, statement.text, statement.params);
+    if (options.head) return { rows: rows.length, total: null, body: null };
+    const parts = rows.flatMap(([row], i) => (i === 0 ? [bytesOf(row)] : [JSON_AGG_SEPARATOR, bytesOf(row)]));
+    return { rows: rows.length, total: null, body: Buffer.concat([JSON_ARRAY_OPEN, ...parts, JSON_ARRAY_CLOSE]) };
   }
   const exactCount = countsExactly(plan, options);
   const statement = buildPageStatement(plan, tenants, { exactCount, body: !options.head });
-  const resultOf = (row: PageRow, estimated: number | null): ReadResult =>
-    ({ rows: row.page_total, total: exactCount ? Number(row.total) : estimated, body: options.head ? null : row.body });
+  // The statement's columns: total, page_total, body (buildPageStatement).
+  const resultOf = ([total, pageTotal, body]: unknown[], estimated: number | null): ReadResult =>
+    ({ rows: numberOf(pageTotal), total: exactCount ? numberOf(total) : estimated, body: options.head || body === null ? null : bytesOf(body) });
   if (plan.count === null || exactCount) {
-    const [row] = await db.readAsPartner<PageRow>(scope, statement.text, statement.params);
+    const [row] = await db.readColumnsAsPartner(scope, statement.text, statement.params);
     return resultOf(row, null);
   }
   return db.asPartner(scope, async (tx) => {
     const estimated = await estimatedTotal(tx, plan, tenants);
-    const [row] = await tx.query<PageRow>(statement.text, statement.params);
+    const [row] = await tx.queryColumns(statement.text, statement.params);
     return resultOf(row, estimated);
   }, { readOnly: true });
 }
