@@ -71,7 +71,7 @@ class SwitchedStore implements Store {
 
   query: Store['query'] = (text, params) => this.inner.query(text, params);
   queryInTransaction: Store['queryInTransaction'] = (text, params, options) => this.inner.queryInTransaction(text, params, options);
-  readAsReader: Store['readAsReader'] = (binding, read) => this.inner.readAsReader(binding, read);
+  readAsReader: Store['readAsReader'] = (binding, form, text, params) => this.inner.readAsReader(binding, form, text, params);
   exec: Store['exec'] = (text) => this.inner.exec(text);
   firstColumn: Store['firstColumn'] = (text) => this.inner.firstColumn(text);
   queryColumns: Store['queryColumns'] = (text, params) => this.inner.queryColumns(text, params);

@@ -1,8 +1,9 @@
 /**
  * A page sent whole goes out as the bytes PostgreSQL wrote (src/query/execute.ts, readWhole):
- * text outside ASCII arrives intact with a Content-Length of its bytes, and a consortium's page,
- * put in its array by the service from one row per object, reads byte for byte as the page
- * PostgreSQL aggregates for the same request with a count.
+ * text outside ASCII arrives intact with a Content-Length of its bytes, in JSON and CSV; a
+ * consortium's page, put in its array by the service from one row per object, reads byte for
+ * byte as the page PostgreSQL aggregates for the same request with a count; its HEAD counts
+ * the same rows.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -48,6 +49,22 @@ for (const backend of storeBackends()) {
       assert.match(String(aggregated.headers['content-range']), /^0-19\/\d+$/);
       assert.equal(framed.headers['content-range'], '0-19/*');
       assert.equal(framed.body, aggregated.body);
+    });
+
+    test('HEAD of a consortium page answers the GET\'s status and Content-Range, with no body', async () => {
+      const get = await h.get(query, consortium);
+      const head = await h.request({ method: 'HEAD', url: query, headers: { authorization: `Bearer ${consortium}` } });
+      assert.equal(head.status, get.status);
+      assert.equal(head.headers['content-range'], get.headers['content-range']);
+      assert.equal(head.body, '');
+    });
+
+    test('a CSV page with text outside ASCII arrives intact, its Content-Length its bytes', async () => {
+      const res = await h.get(query.replace('select=id,first_name,last_name', 'select=first_name'), consortium, { accept: 'text/csv' });
+      assert.equal(res.status, 200);
+      assert.equal(Number(res.headers['content-length']), Buffer.byteLength(res.body));
+      const names = res.body.split('\r\n').slice(1, 1 + NAMES.length);
+      assert.deepEqual(names, NAMES.map((name) => (/[",\r\n]/.test(name) ? `"${name.replaceAll('"', '""')}"` : name)));
     });
   });
 }

@@ -24,6 +24,10 @@ async function seedUniversities(db: Database): Promise<void> {
   [ONE, OTHER, BOTH] = [[UNIVERSITIES[0]], [UNIVERSITIES[1]], [UNIVERSITIES[0], UNIVERSITIES[2]]].map((ids) => ({ universityIds: ids }));
 }
 
+/** A partner's read as the service makes one (Database.readAsPartner), its rows as objects. */
+const readAs = <T>(db: Database, scope: Scope, text: string, params: (string | null)[]) =>
+  db.store.readAsReader(db.partnerReader(scope), 'objects', text, params) as Promise<T[]>;
+
 /** The universities a read sees, with no filter of its own. */
 const VISIBLE = `(select coalesce(array_agg(id::text order by id::text), '{}') from universities) as visible`;
 const scopeAndRows = `select current_setting('pds.scope') as scope, current_user as role, ${VISIBLE}`;
@@ -40,7 +44,7 @@ for (const backend of storeBackends()) {
     after(() => testStore.drop());
 
     const read = async (scope: Scope) => {
-      const [row] = await db.readAsPartner<{ scope: string; role: string; visible: string[] }>(scope, scopeAndRows, []);
+      const [row] = await readAs<{ scope: string; role: string; visible: string[] }>(db, scope, scopeAndRows, []);
       return row;
     };
 
@@ -60,13 +64,13 @@ for (const backend of storeBackends()) {
 
     test('a failing statement answers its own error, and the next read is served', async () => {
       for (let i = 0; i < 3; i++) {
-        await assert.rejects(db.readAsPartner(ONE, 'select $1::integer', ['not a number']), { code: '22P02' });
+        await assert.rejects(readAs(db, ONE, 'select $1::integer', ['not a number']), { code: '22P02' });
         assert.equal((await read(ONE)).scope, UNIVERSITIES[0]);
       }
     });
 
     test('a write is refused', async () => {
-      await assert.rejects(db.readAsPartner(ONE, `update universities set name = name || '' where id = $1`, [UNIVERSITIES[0]]), { code: '25006' });
+      await assert.rejects(readAs(db, ONE, `update universities set name = name || '' where id = $1`, [UNIVERSITIES[0]]), { code: '25006' });
     });
   });
 }
@@ -90,21 +94,21 @@ if (storeBackends().includes('postgres')) {
     });
 
     test('a scope change that fails returns nothing read under the old scope, and the session is not used again', async () => {
-      const [before] = await db.readAsPartner<{ pid: number }>(ONE, 'select pg_backend_pid() as pid', []);
-      // The same binding as readAsPartner's, with a setting name the server refuses.
+      const [before] = await readAs<{ pid: number }>(db, ONE, 'select pg_backend_pid() as pid', []);
+      // The same binding as a partner's read, with a setting name the server refuses.
       const binding = db.partnerReader(OTHER);
       const refused: ReaderBinding = { ...binding, scope: { ...binding.scope, setting: 'not a setting name' } };
-      await assert.rejects(store.readAsReader(refused, (tx) => tx.query(scopeAndRows)), { code: '42704' });
-      const [after] = await db.readAsPartner<{ pid: number; visible: string[] }>(OTHER, `select pg_backend_pid() as pid, ${VISIBLE}`, []);
+      await assert.rejects(store.readAsReader(refused, 'objects', scopeAndRows, []), { code: '42704' });
+      const [after] = await readAs<{ pid: number; visible: string[] }>(db, OTHER, `select pg_backend_pid() as pid, ${VISIBLE}`, []);
       assert.notEqual(after.pid, before.pid);
       assert.deepEqual(after.visible, [UNIVERSITIES[1]]);
     });
 
     test('the role is the session\'s own: RESET ROLE and RESET ALL keep it, and an empty scope sees nothing', async () => {
-      await db.readAsPartner(ONE, 'select 1', []);
+      await readAs(db, ONE, 'select 1', []);
       for (const reset of ['reset role', 'reset all']) {
-        await db.readAsPartner(ONE, reset, []);
-        const [afterReset] = await db.readAsPartner<{ role: string; visible: string[] }>(ONE,
+        await readAs(db, ONE, reset, []);
+        const [afterReset] = await readAs<{ role: string; visible: string[] }>(db, ONE,
           `select current_user as role, ${VISIBLE}`, []);
         assert.equal(afterReset.role, 'pds_app');
         // RESET ALL returns the scope to its startup value, which the session's record does not
@@ -122,7 +126,7 @@ if (storeBackends().includes('postgres')) {
         try {
           const binding = db.partnerReader(scope);
           const unbound: ReaderBinding = { ...binding, startupParameters: { ...binding.startupParameters, role: 'none' } };
-          await assert.rejects(loginRoleStore.readAsReader(unbound, (tx) => tx.query(scopeAndRows)), /runs as postgres/);
+          await assert.rejects(loginRoleStore.readAsReader(unbound, 'objects', scopeAndRows, []), /runs as postgres/);
         } finally {
           await loginRoleStore.close();
         }
@@ -133,7 +137,7 @@ if (storeBackends().includes('postgres')) {
       const transactional = openPostgresStore(testStore.url!, 1, undefined, { readerSessions: false });
       try {
         const offDb = new Database(transactional, 5_000);
-        const [row] = await offDb.readAsPartner<{ pid: number; role: string; visible: string[] }>(ONE,
+        const [row] = await readAs<{ pid: number; role: string; visible: string[] }>(offDb, ONE,
           `select pg_backend_pid() as pid, current_user as role, ${VISIBLE}`, []);
         assert.deepEqual({ role: row.role, visible: row.visible }, { role: 'pds_app', visible: [UNIVERSITIES[0]] });
         // The store's one plain session served the read: no reader pool was opened.

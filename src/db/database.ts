@@ -1,4 +1,4 @@
-import type { Queryable, ReaderBinding, Row, Store, TransactionOptions } from './store.ts';
+import type { Queryable, ReaderBinding, Store, TransactionOptions } from './store.ts';
 
 /** The universities a token may see: one, or the members of a consortium. */
 export interface Scope {
@@ -80,14 +80,12 @@ export class Database {
     return this.store.transaction(fn, { ...options, settings: this.partnerSettings(scope) });
   }
 
-  /** One read-only statement as a partner, on a session that holds the role and the scope (Store.readAsReader). */
-  readAsPartner<T = Row>(scope: Scope, text: string, params: readonly (string | null)[]): Promise<T[]> {
-    return this.store.readAsReader(this.partnerReader(scope), (tx) => tx.query<T>(text, params));
-  }
-
-  /** readAsPartner with each row as its columns unparsed (Queryable.queryColumns). */
-  readColumnsAsPartner(scope: Scope, text: string, params: readonly (string | null)[]): Promise<unknown[][]> {
-    return this.store.readAsReader(this.partnerReader(scope), (tx) => tx.queryColumns(text, params));
+  /**
+   * One read-only statement as a partner, on a session that holds the role and the scope
+   * (Store.readAsReader), each row as its columns unparsed (Queryable.queryColumns).
+   */
+  readAsPartner(scope: Scope, text: string, params: readonly (string | null)[]): Promise<unknown[][]> {
+    return this.store.readAsReader(this.partnerReader(scope), 'columns', text, params);
   }
 
   /** A partner's role and scope as a reader binding: as session state, and as a read-only transaction's settings. */

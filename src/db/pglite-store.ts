@@ -1,5 +1,5 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { type PoolStats, type Queryable, type Store, StoreBusyError, transactionPreamble } from './store.ts';
+import { type PoolStats, type Queryable, type Store, StoreBusyError, sendStatement, transactionPreamble } from './store.ts';
 
 /**
  * PGlite is one session: its `transaction` holds that session exclusively, and statements
@@ -14,6 +14,8 @@ function queryableOf(db: PGlite | Transaction): Queryable {
     last = next.catch(() => {});
     return next;
   };
+  const queryColumns = (text: string, params: readonly (string | null)[] = []) =>
+    inOrder(async () => (await db.query<unknown[]>(text, params as (string | null)[], { rowMode: 'array' })).rows);
   return {
     query<T>(text: string, params: readonly (string | null)[] = []) {
       return inOrder(async () => (await db.query<T>(text, params as (string | null)[])).rows);
@@ -21,12 +23,8 @@ function queryableOf(db: PGlite | Transaction): Queryable {
     exec(text: string) {
       return inOrder(async () => void (await db.exec(text)));
     },
-    queryColumns(text: string, params: readonly (string | null)[] = []) {
-      return inOrder(async () => (await db.query<unknown[]>(text, params as (string | null)[], { rowMode: 'array' })).rows);
-    },
-    firstColumn(text: string) {
-      return inOrder(async () => (await db.query<unknown[]>(text, [], { rowMode: 'array' })).rows.map((row) => row[0] as string));
-    },
+    queryColumns,
+    firstColumn: async (text: string) => (await queryColumns(text)).map((row) => row[0] as string),
   };
 }
 
@@ -108,7 +106,7 @@ export async function openPgliteStore(options: PgliteOptions): Promise<Store & {
     queryColumns: (text, params) => gate.run(() => base.queryColumns(text, params)),
     transaction,
     queryInTransaction,
-    readAsReader: (binding, read) => transaction(read, binding.transaction),
+    readAsReader: (binding, form, text, params) => transaction((tx) => sendStatement(tx, form, text, params), binding.transaction),
     poolStats: () => gate.stats(),
     async close() {
       if (!db.closed) await db.close();

@@ -6,7 +6,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import { SessionPool, rollBack, shuttingDown } from './postgres-sessions.ts';
 import {
-  type Queryable, type ReaderBinding, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
+  type Queryable, type ReaderBinding, type RowForm, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
+  sendStatement,
 } from './store.ts';
 
 /** Whether the server is a Citus coordinator: its sessions cannot carry a scope to the workers. */
@@ -37,7 +38,7 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     return citus;
   };
   /**
-   * BEGIN, the statement `read` sends and COMMIT go out together, nothing awaited in between: one
+   * BEGIN, the one statement `read` sends at once and COMMIT go out together, nothing awaited in between: one
    * round trip where awaiting the statement before COMMIT made two (the cheap page's transaction
    * at 32 callers on 10 sessions: 1,370–1,630/s against 1,270–1,320/s). After a failed BEGIN or
    * statement the transaction is aborted and COMMIT answers ROLLBACK without an error, so the
@@ -99,7 +100,8 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
      * recorded scope would be another server session's). On Citus only SET LOCAL reaches the
      * workers, so there (and with reader sessions off) the read keeps its transaction.
      */
-    async readAsReader<R>(binding: ReaderBinding, read: (tx: Queryable) => Promise<R>) {
+    async readAsReader<F extends RowForm>(binding: ReaderBinding, form: F, text: string, params: readonly (string | null)[]) {
+      const read = (tx: Queryable) => sendStatement(tx, form, text, params);
       if (!options.readerSessions || await isCitus()) return readInTransaction(read, binding.transaction);
       if (closed) throw shuttingDown();
       readers ??= { parameters: binding.startupParameters, pool: new SessionPool(url, limits, binding.startupParameters) };

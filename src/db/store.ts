@@ -51,6 +51,22 @@ export interface ReaderBinding {
   readonly transaction: TransactionOptions;
 }
 
+/** How a statement's rows come back: objects of parsed values (Queryable.query), or their columns unparsed (Queryable.queryColumns). */
+export interface RowForms {
+  readonly objects: Row;
+  readonly columns: unknown[];
+}
+
+export type RowForm = keyof RowForms;
+
+/**
+ * Sends one statement for its rows in `form`, at once: a reader's statement is always sent this
+ * way, so it travels in one pipeline behind its scope change or its BEGIN and before its COMMIT.
+ */
+export function sendStatement<F extends RowForm>(tx: Queryable, form: F, text: string, params: readonly (string | null)[]): Promise<RowForms[F][]> {
+  return (form === 'columns' ? tx.queryColumns(text, params) : tx.query(text, params)) as Promise<RowForms[F][]>;
+}
+
 /** How busy the store's connections are right now (the metrics read it at each scrape). */
 export interface PoolStats {
   /** Connections (PGlite: its one session) held by a request. */
@@ -68,12 +84,12 @@ export interface Store extends Queryable {
    */
   queryInTransaction<T = Row>(text: string, params: readonly (string | null)[], options?: TransactionOptions): Promise<T[]>;
   /**
-   * One read-only statement under a reader binding: `read` sends it, at once and alone, on the
-   * queryable it is given. Where sessions can hold the binding (a PostgreSQL server) it runs on a
-   * session of a pool of its own; elsewhere (PGlite's one shared session, Citus) in a transaction
-   * with the binding's settings, sent as queryInTransaction sends its statement.
+   * One read-only statement under a reader binding, its rows in `form`. Where sessions can hold
+   * the binding (a PostgreSQL server) it runs on a session of a pool of its own; elsewhere
+   * (PGlite's one shared session, Citus) in a transaction with the binding's settings, sent as
+   * queryInTransaction sends its statement.
    */
-  readAsReader<R>(binding: ReaderBinding, read: (tx: Queryable) => Promise<R>): Promise<R>;
+  readAsReader<F extends RowForm>(binding: ReaderBinding, form: F, text: string, params: readonly (string | null)[]): Promise<RowForms[F][]>;
   poolStats(): PoolStats;
   close(): Promise<void>;
 }

@@ -16,7 +16,7 @@ import {
   PAGE_CURSOR, type Tenants, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageRowsStatement, buildPageStatement, buildPlannedCountStatement,
 } from './sql.ts';
 
-/** Pages up to this many rows are built as one text; larger ones are streamed. */
+/** Pages up to this many rows are sent whole as one body; larger ones are streamed. */
 const BUFFERED_PAGE_MAX_ROWS = 1_000;
 /**
  * Rows fetched from the cursor at a time: few enough that little is in flight (10,000 résumés
@@ -33,7 +33,7 @@ interface PageSize {
 
 export interface ReadResult extends PageSize {
   /** The page in the plan's media type, as bytes or text, or streamed; null for HEAD. */
-  readonly body: string | Uint8Array | Readable | null;
+  readonly body: string | Buffer | Readable | null;
 }
 
 /** A node of EXPLAIN (FORMAT JSON)'s plan; Citus's scan of a distributed table carries its tasks. */
@@ -130,12 +130,12 @@ export function sentAsRows(plan: ReadPlan, tenants: readonly string[]): boolean 
   return plan.count === null && plan.mediaType === 'json' && tenants.length > 1 && plan.page.offset === 0;
 }
 
-/** A column as bytes: as the driver handed it over, or its text encoded. */
-const bytesOf = (column: unknown): Uint8Array => (column instanceof Uint8Array ? column : Buffer.from(String(column)));
+/** A column as bytes: as the driver handed them over, or its text encoded. */
+const bytesOf = (column: unknown): Buffer =>
+  (Buffer.isBuffer(column) ? column : column instanceof Uint8Array ? Buffer.from(column.buffer, column.byteOffset, column.byteLength) : Buffer.from(String(column)));
 
 /** A number column, whether it came as bytes, text or a number. */
-const numberOf = (column: unknown): number =>
-  Number(column instanceof Uint8Array ? Buffer.from(column.buffer, column.byteOffset, column.byteLength).toString() : column);
+const numberOf = (column: unknown): number => Number(column instanceof Uint8Array ? bytesOf(column).toString() : column);
 
 /**
  * A page sent whole. An exact total is counted in the page's own statement, so without an
@@ -147,20 +147,20 @@ const numberOf = (column: unknown): number =>
  */
 async function readWhole(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
   const tenants = scope.universityIds;
-  if (sentAsRows(plan, tenants)) {
+  // HEAD counts the page's rows without building their JSON (below).
+  if (!options.head && sentAsRows(plan, tenants)) {
     const statement = buildPageRowsStatement(plan, tenants);
-    const rows = await db.readColumnsAsPartner(scope, statement.text, statement.params);
-    if (options.head) return { rows: rows.length, total: null, body: null };
+    const rows = await db.readAsPartner(scope, statement.text, statement.params);
     const parts = rows.flatMap(([row], i) => (i === 0 ? [bytesOf(row)] : [JSON_AGG_SEPARATOR, bytesOf(row)]));
     return { rows: rows.length, total: null, body: Buffer.concat([JSON_ARRAY_OPEN, ...parts, JSON_ARRAY_CLOSE]) };
   }
   const exactCount = countsExactly(plan, options);
   const statement = buildPageStatement(plan, tenants, { exactCount, body: !options.head });
-  // The statement's columns: total, page_total, body (buildPageStatement).
+  // The statement's columns in buildPageStatement's order: total, page_total, body.
   const resultOf = ([total, pageTotal, body]: unknown[], estimated: number | null): ReadResult =>
     ({ rows: numberOf(pageTotal), total: exactCount ? numberOf(total) : estimated, body: options.head || body === null ? null : bytesOf(body) });
   if (plan.count === null || exactCount) {
-    const [row] = await db.readColumnsAsPartner(scope, statement.text, statement.params);
+    const [row] = await db.readAsPartner(scope, statement.text, statement.params);
     return resultOf(row, null);
   }
   return db.asPartner(scope, async (tx) => {

@@ -204,7 +204,8 @@ function countSql(plan: ReadPlan, tenants: Tenants, params: Parameters, cap?: nu
 
 /**
  * One statement for a page that is sent whole: the total (when an exact count is asked for),
- * the number of rows, and the body in the plan's media type, built by PostgreSQL. PostgREST's shape.
+ * the number of rows, and the body in the plan's media type, built by PostgreSQL. PostgREST's
+ * shape. readWhole (src/query/execute.ts) reads the three columns by their place.
  */
 export function buildPageStatement(plan: ReadPlan, tenants: Tenants, options: { exactCount: boolean; body: boolean }): Statement {
   const params = new Parameters();
