@@ -57,7 +57,6 @@ class SwitchedStore implements Store {
         return tx.query(text, params);
       },
       exec: (text) => tx.exec(text),
-      firstColumn: (text) => tx.firstColumn(text),
       queryColumns: (text, params) => tx.queryColumns(text, params),
     }), options);
     const hold = this.hold;
@@ -73,7 +72,6 @@ class SwitchedStore implements Store {
   queryInTransaction: Store['queryInTransaction'] = (text, params, options) => this.inner.queryInTransaction(text, params, options);
   readAsReader: Store['readAsReader'] = (binding, form, text, params) => this.inner.readAsReader(binding, form, text, params);
   exec: Store['exec'] = (text) => this.inner.exec(text);
-  firstColumn: Store['firstColumn'] = (text) => this.inner.firstColumn(text);
   queryColumns: Store['queryColumns'] = (text, params) => this.inner.queryColumns(text, params);
   poolStats: Store['poolStats'] = () => this.inner.poolStats();
   close: Store['close'] = () => this.inner.close();

@@ -14,8 +14,6 @@ function queryableOf(db: PGlite | Transaction): Queryable {
     last = next.catch(() => {});
     return next;
   };
-  const queryColumns = (text: string, params: readonly (string | null)[] = []) =>
-    inOrder(async () => (await db.query<unknown[]>(text, params as (string | null)[], { rowMode: 'array' })).rows);
   return {
     query<T>(text: string, params: readonly (string | null)[] = []) {
       return inOrder(async () => (await db.query<T>(text, params as (string | null)[])).rows);
@@ -23,8 +21,9 @@ function queryableOf(db: PGlite | Transaction): Queryable {
     exec(text: string) {
       return inOrder(async () => void (await db.exec(text)));
     },
-    queryColumns,
-    firstColumn: async (text: string) => (await queryColumns(text)).map((row) => row[0] as string),
+    queryColumns(text: string, params: readonly (string | null)[] = []) {
+      return inOrder(async () => (await db.query<unknown[]>(text, params as (string | null)[], { rowMode: 'array' })).rows);
+    },
   };
 }
 
@@ -98,14 +97,12 @@ export async function openPgliteStore(options: PgliteOptions): Promise<Store & {
     if (transactionOptions.settings) await tx.exec(transactionOptions.settings);
     return fn(queryableOf(tx));
   }));
-  const queryInTransaction: Store['queryInTransaction'] = (text, params, transactionOptions) => transaction((tx) => tx.query(text, params), transactionOptions);
   return {
     query: (text, params) => gate.run(() => base.query(text, params)),
     exec: (text) => gate.run(() => base.exec(text)),
-    firstColumn: (text) => gate.run(() => base.firstColumn(text)),
     queryColumns: (text, params) => gate.run(() => base.queryColumns(text, params)),
     transaction,
-    queryInTransaction,
+    queryInTransaction: (text, params, transactionOptions) => transaction((tx) => tx.query(text, params), transactionOptions),
     readAsReader: (binding, form, text, params) => transaction((tx) => sendStatement(tx, form, text, params), binding.transaction),
     poolStats: () => gate.stats(),
     async close() {

@@ -176,10 +176,6 @@ export class Lease {
       },
       queryColumns: (text: string, params: readonly (string | null)[] = []) =>
         this.run<unknown[][]>(() => sql.unsafe(text, params as (string | null)[], { prepare: true }).raw()),
-      firstColumn: async (text: string) => {
-        const rows = await this.run<unknown[][]>(() => sql.unsafe(text).raw());
-        return rows.map((row) => row[0] as Uint8Array);
-      },
     };
   }
 

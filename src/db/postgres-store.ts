@@ -64,7 +64,6 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
   return {
     query: (text, params) => once((tx) => tx.query(text, params)),
     exec: (text) => once((tx) => tx.exec(text)),
-    firstColumn: (text) => once((tx) => tx.firstColumn(text)),
     queryColumns: (text, params) => once((tx) => tx.queryColumns(text, params)),
     /**
      * BEGIN and the settings (src/db/store.ts beginMessages) are not awaited: it travels in one pipeline with

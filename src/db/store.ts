@@ -11,11 +11,6 @@ export interface Queryable {
   /** Several statements without parameters (migrations, fixed SQL). */
   exec(text: string): Promise<void>;
   /**
-   * The first column of each row, unparsed: raw bytes where the driver can hand them over
-   * without decoding (postgres.js), text otherwise (PGlite).
-   */
-  firstColumn(text: string): Promise<(string | Uint8Array)[]>;
-  /**
    * One parameterised statement, each row as its columns in order, unparsed: the bytes the
    * server sent where the driver hands them over without decoding them (postgres.js), what the
    * driver made of them otherwise (PGlite: text, numbers); null for NULL.

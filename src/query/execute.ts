@@ -201,7 +201,9 @@ const STREAM_FRAMING: Readonly<Record<StreamedMediaType, StreamFraming>> = {
   csv: { open: csvHeader, separator: null, close: '' },
 };
 
-const fetchBatch = (tx: Queryable) => tx.firstColumn(`FETCH FORWARD ${STREAM_BATCH_ROWS} FROM ${PAGE_CURSOR}`);
+/** The cursor's next rows, each its one column as the driver handed it over (Queryable.queryColumns). */
+const fetchBatch = async (tx: Queryable) =>
+  (await tx.queryColumns(`FETCH FORWARD ${STREAM_BATCH_ROWS} FROM ${PAGE_CURSOR}`)).map(([row]) => row as string | Uint8Array);
 
 /**
  * Rows go out as the bytes PostgreSQL sent where the driver allows: no decoding into strings
