@@ -7,7 +7,8 @@
  *
  *   GET /unscoped/<n>  the page's statement alone: one prepared statement, no role, no scope,
  *                      with the service's plan caching, or on Citus its executor pool
- *                      (READ_FLOOR_PARAMETERS);
+ *                      (READ_FLOOR_PARAMETERS), sent where the service sends it (on Citus the
+ *                      node holding the reader's shards);
  *   GET /scoped/<n>    the same statement under the service's role and scope: on PostgreSQL on
  *                      sessions opened with the service's reader parameters and the page's scope
  *                      (startup parameters, as the service's reader sessions), the statement
@@ -25,22 +26,27 @@ import { type FloorPage, READ_FLOOR_BANNER } from './read-page.ts';
 const pages = JSON.parse(process.env.READ_FLOOR_PAGES!) as FloorPage[];
 // As many connections as the service's pool (PDS_DB_MAX_CONNECTIONS, default 10); a page's pool
 // closes its sessions once its page is done.
-const open = (parameters: Readonly<Record<string, string>>) => postgres(process.env.DATABASE_URL!, {
+const open = (url: string, parameters: Readonly<Record<string, string>>) => postgres(url, {
   max: 10, idle_timeout: 5, onnotice: () => {}, fetch_types: false, connection: parameters as postgres.Options<{}>['connection'],
 });
-// The statement alone caches plans as the service's reader sessions do.
-const sql = open(JSON.parse(process.env.READ_FLOOR_PARAMETERS!) as Record<string, string>);
+// The statement alone caches plans as the service's reader sessions do; one pool per database the pages are read from.
+const unscopedParameters = JSON.parse(process.env.READ_FLOOR_PARAMETERS!) as Record<string, string>;
+const byUrl = new Map<string, postgres.Sql>();
+const plain = pages.map((page) => {
+  if (!byUrl.has(page.url)) byUrl.set(page.url, open(page.url, unscopedParameters));
+  return byUrl.get(page.url)!;
+});
 // A pool of sessions per page whose reader session has its scope at start.
-const sessions = pages.map((page) => (page.session ? open(page.session) : null));
+const sessions = pages.map((page) => (page.session ? open(page.url, page.session) : null));
 
 type Rows = ({ body: string } | { row: string })[];
 
 const serve: Record<string, (page: FloorPage, index: number) => Promise<Rows>> = {
-  unscoped: (page) => sql.unsafe<Rows>(page.text, page.params as string[], { prepare: true }),
+  unscoped: (page, index) => plain[index].unsafe<Rows>(page.text, page.params as string[], { prepare: true }),
   scoped: async (page, index) => {
     const session = sessions[index];
     if (session) return session.unsafe<Rows>(page.text, page.params as string[], { prepare: true });
-    const [, rows] = await sql.begin('read only', (tx) => [tx.unsafe(page.settings), tx.unsafe<Rows>(page.text, page.params as string[], { prepare: true })]);
+    const [, rows] = await plain[index].begin('read only', (tx) => [tx.unsafe(page.settings), tx.unsafe<Rows>(page.text, page.params as string[], { prepare: true })]);
     return rows;
   },
 };

@@ -4,6 +4,7 @@
  * same concurrency in the same run: the statement alone (no role, no scope), and the statement
  * under the same role and scope as the service's.
  */
+import { CitusReadRoutes, PLACEMENTS_SQL, type Placement, nodeUrl, placementsParams } from '../src/db/citus-read-routes.ts';
 import { CITUS_PARTNER_SETTINGS, Database } from '../src/db/database.ts';
 import { DEFAULT_STATEMENT_TIMEOUT_MS } from '../src/db/store.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
@@ -22,8 +23,10 @@ export const READ_PAGES: readonly { label: string; reader: Reader; query: string
   { label: 'filtered, ordered 100, consortium', reader: 'consortium', query: 'select=id,email,first_name,last_name,graduation_date&last_name=in.(Smith,Kim,Patel)&is_alumni=is.false&order=last_name,first_name&limit=100' },
 ];
 
-/** A page the floor serves: the service's statement for it, and how the service binds the reader's role and scope. */
+/** A page the floor serves: the service's statement for it, where it sends it, and how the service binds the reader's role and scope. */
 export interface FloorPage {
+  /** The database the service reads the page from: on Citus the node holding the reader's shards (src/db/citus-read-routes.ts). */
+  readonly url: string;
   readonly text: string;
   readonly params: readonly string[];
   /**
@@ -75,20 +78,22 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
     };
     // The service's own statement and reader binding, with the statement timeout it runs with by default.
     const readerOf = new Database(bench.store, DEFAULT_STATEMENT_TIMEOUT_MS);
-    const floorPages: FloorPage[] = READ_PAGES.map((page, i) => {
+    const routes = new CitusReadRoutes((ids) => bench.store.query<Placement>(PLACEMENTS_SQL, placementsParams(ids)));
+    const floorPages: FloorPage[] = await Promise.all(READ_PAGES.map(async (page, i) => {
       const scope = readers[page.reader];
       const asRows = sentAsRows(plans[i], scope.universityIds);
       const statement = asRows ? buildPageRowsStatement(plans[i], scope.universityIds) : buildPageStatement(plans[i], scope.universityIds, { exactCount: false, body: true });
       const reader = readerOf.partnerReader(scope);
-      const session = server === 'Citus' ? null : { ...reader.startupParameters, [reader.scope.setting]: reader.scope.value };
-      return { ...statement, session, settings: reader.transaction.settings!, asRows };
-    });
+      if (server !== 'Citus') return { url: bench.url, ...statement, session: { ...reader.startupParameters, [reader.scope.setting]: reader.scope.value }, settings: reader.transaction.settings!, asRows };
+      const node = await routes.nodeFor(reader.scope.value, scope.universityIds);
+      return { url: node ? nodeUrl(bench.url, node) : bench.url, ...statement, session: null, settings: reader.transaction.settings!, asRows };
+    }));
     // The statement alone with the service's plan caching on PostgreSQL (its reader sessions'), and
     // on Citus with the executor pool its transactions set.
     const unscopedParameters = server === 'Citus' ? CITUS_PARTNER_SETTINGS : { plan_cache_mode: readerOf.partnerReader(readers.university).startupParameters.plan_cache_mode };
     const [service, floor] = await Promise.all([
       startService(bench.url, port),
-      startProgram('bench/read-floor.ts', floorPort, READ_FLOOR_BANNER, { DATABASE_URL: bench.url, READ_FLOOR_PAGES: JSON.stringify(floorPages), READ_FLOOR_PARAMETERS: JSON.stringify(unscopedParameters) }),
+      startProgram('bench/read-floor.ts', floorPort, READ_FLOOR_BANNER, { READ_FLOOR_PAGES: JSON.stringify(floorPages), READ_FLOOR_PARAMETERS: JSON.stringify(unscopedParameters) }),
     ]);
     return { server, readers, service, floor };
   }));

@@ -80,6 +80,7 @@ export const SETTINGS = {
   embeddedWaitMs: integer('PDS_EMBEDDED_WAIT_MS', 5_000, 'PGlite only: how long a request waits for the one session before 503 `DATABASE_BUSY`'),
   dbMaxConnections: integer('PDS_DB_MAX_CONNECTIONS', 10, 'PostgreSQL connections per instance in each of its two pools: partner reads (reader sessions), everything else'),
   readerSessions: onOff('PDS_READER_SESSIONS', true, '`off`: partner reads set role and scope per transaction like every other statement, for a pooler that shares server sessions between clients (PgBouncer in transaction mode); `on` needs sessions of the service\'s own (docs/scaling.md)'),
+  citusReadNodes: onOff('PDS_CITUS_READ_NODES', true, 'Citus only: a partner read goes to the node holding its universities\' shards (its address from `pg_dist_node`, user, password and database from `DATABASE_URL`); `off`: every statement goes through the coordinator (docs/scaling.md)'),
   dbConnectTimeoutMs: integer('PDS_DB_CONNECT_TIMEOUT_MS', DEFAULT_STORE_TIMEOUTS.connectTimeoutMs, 'TCP connect, then startup and authentication, each within this'),
   dbPoolWaitMs: integer('PDS_DB_POOL_WAIT_MS', DEFAULT_STORE_TIMEOUTS.poolWaitMs, 'longest wait for a free connection'),
   // The server cancels a slow statement (57014) a second before the client would give up.

@@ -30,7 +30,7 @@ if (!config.databaseUrl) {
 }
 const store = await openStore({
   databaseUrl: config.databaseUrl, dataDir: config.dataDir, embeddedWaitMs: config.embeddedWaitMs,
-  maxConnections: config.dbMaxConnections, readerSessions: config.readerSessions,
+  maxConnections: config.dbMaxConnections, readerSessions: config.readerSessions, citusReadNodes: config.citusReadNodes,
   timeouts: { connectTimeoutMs: config.dbConnectTimeoutMs, poolWaitMs: config.dbPoolWaitMs, storeWaitMs: config.dbWaitMs },
 });
 await migrate(store);

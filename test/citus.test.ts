@@ -13,6 +13,9 @@ import { planRead } from '../src/query/plan.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { type Statement, buildCountStatement, buildPageRowsStatement, buildPageStatement, buildPlannedCountStatement } from '../src/query/sql.ts';
 import { resourcesByName } from '../src/resources/registry.ts';
+import { type ClusterNode, nodeHoldingMost, nodeUrl } from '../src/db/citus-read-routes.ts';
+import { Database } from '../src/db/database.ts';
+import { openPostgresStore } from '../src/db/postgres-store.ts';
 import { Harness, storeBackends } from './support/harness.ts';
 
 const planOf = (query: string, resource = 'students') => planRead(resourcesByName.get(resource)!, parseReadRequest({ queryString: query, method: 'GET' }));
@@ -85,6 +88,51 @@ if (storeBackends().includes('citus')) {
       assert.deepEqual([...seen], [{ university_id: members[1], n: truth.n }]);
       const [{ all }] = await h.db.asPartner(scope, (tx) => tx.query<{ all: number }>('select count(*)::int as "all" from students_read'));
       assert.equal(all, truth.n);
+    });
+
+    /** The port of the node that ran a partner's read, as the read itself reports it. */
+    const portServing = async (db: Database, universityIds: string[]) => {
+      const [[port]] = await db.readAsPartner({ universityIds }, 'select inet_server_port()::text', []);
+      return Number(String(port));
+    };
+    /** Each university's node, from the metadata Citus shows of the shards of students. */
+    const nodesOf = (universityIds: string[]) => h.sql<ClusterNode & { coordinator: boolean }>(
+      `select nodename as host, nodeport as port, false as coordinator from unnest($1::uuid[]) with ordinality as u(id, n)
+       join citus_shards s on s.table_name = 'students'::regclass and s.shardid = get_shard_id_for_distribution_column('students', u.id)
+       order by u.n`, [`{${universityIds.join(',')}}`]);
+
+    test("a partner's read runs on the node holding its universities' shards, not on the coordinator", async () => {
+      const [node] = await nodesOf([members[0]]);
+      const [{ coordinator }] = await h.sql<{ coordinator: number }>('select inet_server_port() as coordinator');
+      assert.notEqual(node.port, coordinator);
+      assert.equal(await portServing(h.db, [members[0]]), node.port);
+      // A consortium's read goes to the node holding most of its members.
+      assert.equal(await portServing(h.db, members), nodeHoldingMost(await nodesOf(members))!.port);
+      // PDS_CITUS_READ_NODES=off: through the coordinator.
+      const throughCoordinator = openPostgresStore(h.testStore.url!, 1, undefined, { citusReadNodes: false });
+      try {
+        assert.equal(await portServing(new Database(throughCoordinator, 5_000), [members[0]]), coordinator);
+      } finally {
+        await throughCoordinator.close();
+      }
+    });
+
+    test('a read sent to a node that does not hold its shard (a route older than a rebalance) still sees its scope\'s rows only', async () => {
+      const [held] = await nodesOf([members[0]]);
+      const [other] = await h.sql<ClusterNode>(
+        `select nodename as host, nodeport as port from pg_dist_node where groupid <> 0 and nodeport <> $1 limit 1`, [String(held.port)]);
+      const elsewhere = openPostgresStore(nodeUrl(h.testStore.url!, other), 1, undefined, { citusReadNodes: false });
+      try {
+        const db = new Database(elsewhere, 5_000);
+        assert.equal(await portServing(db, [members[0]]), other.port);
+        const [[seen]] = await db.readAsPartner({ universityIds: [members[0]] }, 'select json_agg(distinct university_id)::text from students', []);
+        const [[count]] = await db.readAsPartner({ universityIds: [members[0]] }, 'select count(*)::text from students', []);
+        const [truth] = await h.sql<{ n: string }>('select count(*)::text as n from students where university_id = $1', [members[0]]);
+        assert.deepEqual(JSON.parse(String(seen)), [members[0]]);
+        assert.equal(String(count), truth.n);
+      } finally {
+        await elsewhere.close();
+      }
     });
 
     test('the planned count sums the shards\' estimates, not Citus\'s placeholder', async () => {

@@ -94,6 +94,7 @@ export class Database {
       startupParameters: this.readerParameters,
       scope: { setting: SCOPE_SETTING, value: scopeSetting(scope) },
       transaction: { readOnly: true, settings: this.partnerSettings(scope) },
+      universityIds: scope.universityIds,
     };
   }
 

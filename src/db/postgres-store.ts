@@ -1,9 +1,10 @@
 /**
  * The PostgreSQL server backend of the store adapter (src/db/store.ts): statements and
  * transactions on pooled sessions (src/db/postgres-sessions.ts), and partner reads on reader
- * sessions of a pool of their own.
+ * sessions of a pool of their own, or on Citus on sessions to the node holding their shards.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { CitusReadRoutes, type ClusterNode, PLACEMENTS_SQL, type Placement, nodeUrl, placementsParams } from './citus-read-routes.ts';
 import { SessionPool, rollBack, shuttingDown } from './postgres-sessions.ts';
 import {
   type Queryable, type ReaderBinding, type RowForm, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
@@ -13,9 +14,18 @@ import {
 /** Whether the server is a Citus coordinator: its sessions cannot carry a scope to the workers. */
 const IS_CITUS = `select exists (select 1 from pg_extension where extname = 'citus') as citus`;
 
-export function openPostgresStore(url: string, maxConnections: number, timeouts: StoreTimeouts = DEFAULT_STORE_TIMEOUTS, options: { readerSessions: boolean } = { readerSessions: true }): Store {
+export interface PostgresStoreOptions {
+  /** Partner reads on reader sessions (PDS_READER_SESSIONS); on by default. */
+  readonly readerSessions?: boolean;
+  /** On Citus, partner reads on the node holding their shards (PDS_CITUS_READ_NODES); on by default. */
+  readonly citusReadNodes?: boolean;
+}
+
+export function openPostgresStore(url: string, maxConnections: number, timeouts: StoreTimeouts = DEFAULT_STORE_TIMEOUTS, options: PostgresStoreOptions = {}): Store {
   const limits = { maxConnections, ...timeouts };
   const pool = new SessionPool(url, limits);
+  // On Citus, a pool per node that partner reads were sent to (src/db/citus-read-routes.ts), opened on first use.
+  const nodePools = new Map<string, SessionPool>();
   // Partner reads' sessions, opened with the reader's startup parameters on first use (readAsReader).
   let readers: { pool: SessionPool; parameters: ReaderBinding['startupParameters'] } | null = null;
   let closed = false;
@@ -44,8 +54,8 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
    * statement the transaction is aborted and COMMIT answers ROLLBACK without an error, so the
    * session comes back idle; a session that failed is destroyed by its lease and never handed out again.
    */
-  const readInTransaction = async <R>(read: (tx: Queryable) => Promise<R>, options: TransactionOptions = {}): Promise<R> => {
-    const lease = await pool.lease(options.storeWaitMs);
+  const readInTransaction = async <R>(on: SessionPool, read: (tx: Queryable) => Promise<R>, options: TransactionOptions = {}): Promise<R> => {
+    const lease = await on.lease(options.storeWaitMs);
     const tx = lease.queryable();
     try {
       const begin = beginMessages(options);
@@ -58,8 +68,20 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       }
       return (outcomes[begin.length] as PromiseFulfilledResult<R>).value;
     } finally {
-      pool.release(lease);
+      on.release(lease);
     }
+  };
+  const routes = new CitusReadRoutes((universityIds) => once((tx) => tx.query<Placement>(PLACEMENTS_SQL, placementsParams(universityIds))));
+  const poolOn = (node: ClusterNode | null): SessionPool => {
+    if (!node) return pool;
+    const key = `${node.host}:${node.port}`;
+    let nodePool = nodePools.get(key);
+    if (!nodePool) {
+      if (closed) throw shuttingDown();
+      nodePool = new SessionPool(nodeUrl(url, node), limits);
+      nodePools.set(key, nodePool);
+    }
+    return nodePool;
   };
   return {
     query: (text, params) => once((tx) => tx.query(text, params)),
@@ -85,7 +107,7 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       }
     },
     queryInTransaction: <T>(text: string, params: readonly (string | null)[], options?: TransactionOptions) =>
-      readInTransaction((tx) => tx.query<T>(text, params), options),
+      readInTransaction(pool, (tx) => tx.query<T>(text, params), options),
     /**
      * A reader session holds the role and the scope as session state, so a read whose scope is its
      * session's is its statement alone: one message and one answer, where a transaction around it
@@ -97,11 +119,16 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
      * pooler that dropped the role from the startup parameters fails the read instead of running
      * it as the login role. Sessions must be the service's own (no transaction pooler: the
      * recorded scope would be another server session's). On Citus only SET LOCAL reaches the
-     * workers, so there (and with reader sessions off) the read keeps its transaction.
+     * workers, so there (and with reader sessions off) the read keeps its transaction; on Citus
+     * it is sent to the node holding the scope's shards (src/db/citus-read-routes.ts).
      */
     async readAsReader<F extends RowForm>(binding: ReaderBinding, form: F, text: string, params: readonly (string | null)[]) {
       const read = (tx: Queryable) => sendStatement(tx, form, text, params);
-      if (!options.readerSessions || await isCitus()) return readInTransaction(read, binding.transaction);
+      if (await isCitus()) {
+        const node = options.citusReadNodes === false ? null : await routes.nodeFor(binding.scope.value, binding.universityIds);
+        return readInTransaction(poolOn(node), read, binding.transaction);
+      }
+      if (options.readerSessions === false) return readInTransaction(pool, read, binding.transaction);
       if (closed) throw shuttingDown();
       readers ??= { parameters: binding.startupParameters, pool: new SessionPool(url, limits, binding.startupParameters) };
       if (!isDeepStrictEqual(readers.parameters, binding.startupParameters)) throw new Error('A store opens its reader sessions with one set of startup parameters.');
@@ -131,12 +158,12 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       }
     },
     poolStats: () => {
-      const [plain, reading] = [pool.stats(), readers?.pool.stats()];
-      return { inUse: plain.inUse + (reading?.inUse ?? 0), waiting: plain.waiting + (reading?.waiting ?? 0) };
+      const all = [pool, ...(readers ? [readers.pool] : []), ...nodePools.values()].map((each) => each.stats());
+      return { inUse: all.reduce((sum, stats) => sum + stats.inUse, 0), waiting: all.reduce((sum, stats) => sum + stats.waiting, 0) };
     },
     close: async () => {
       closed = true;
-      await Promise.all([pool.close(), readers?.pool.close()]);
+      await Promise.all([pool.close(), readers?.pool.close(), ...[...nodePools.values()].map((nodePool) => nodePool.close())]);
     },
   };
 }

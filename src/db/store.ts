@@ -44,6 +44,8 @@ export interface ReaderBinding {
   };
   /** The same role and scope as a transaction's settings, for a store whose sessions cannot hold them. */
   readonly transaction: TransactionOptions;
+  /** The scope's universities: a Citus store sends the read to the node holding their shards (src/db/citus-read-routes.ts). */
+  readonly universityIds: readonly string[];
 }
 
 /** How a statement's rows come back: objects of parsed values (Queryable.query), or their columns unparsed (Queryable.queryColumns). */
@@ -82,7 +84,7 @@ export interface Store extends Queryable {
    * One read-only statement under a reader binding, its rows in `form`. Where sessions can hold
    * the binding (a PostgreSQL server) it runs on a session of a pool of its own; elsewhere
    * (PGlite's one shared session, Citus) in a transaction with the binding's settings, sent as
-   * queryInTransaction sends its statement.
+   * queryInTransaction sends its statement; on Citus to the node holding the scope's shards.
    */
   readAsReader<F extends RowForm>(binding: ReaderBinding, form: F, text: string, params: readonly (string | null)[]): Promise<RowForms[F][]>;
   poolStats(): PoolStats;
@@ -195,10 +197,10 @@ export function beginMessages(options: TransactionOptions): string[] {
 }
 
 /** Opens the backend the settings name: a server when a URL is given, else PGlite in `dataDir`. */
-export async function openStore(settings: { databaseUrl?: string; dataDir?: string; maxConnections?: number; timeouts?: StoreTimeouts; readerSessions?: boolean; embeddedWaitMs: number }): Promise<Store> {
+export async function openStore(settings: { databaseUrl?: string; dataDir?: string; maxConnections?: number; timeouts?: StoreTimeouts; readerSessions?: boolean; citusReadNodes?: boolean; embeddedWaitMs: number }): Promise<Store> {
   if (settings.databaseUrl) {
     const { openPostgresStore } = await import('./postgres-store.ts');
-    return openPostgresStore(settings.databaseUrl, settings.maxConnections ?? 10, settings.timeouts, { readerSessions: settings.readerSessions ?? true });
+    return openPostgresStore(settings.databaseUrl, settings.maxConnections ?? 10, settings.timeouts, { readerSessions: settings.readerSessions, citusReadNodes: settings.citusReadNodes });
   }
   const { openPgliteStore } = await import('./pglite-store.ts');
   return openPgliteStore({ dataDir: settings.dataDir, waitMs: settings.embeddedWaitMs });
