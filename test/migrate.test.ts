@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgresStore } from '../src/db/postgres-store.ts';
+import { resources } from '../src/resources/registry.ts';
 import { openTestStore } from './support/harness.ts';
 
 const migrationFiles = async () =>
@@ -32,6 +33,25 @@ test('every table under a tenant policy is forced to row-level security and inde
     // The 17 tenant tables, tenants (the per-university lock rows), idempotency_keys, change_tombstones and universities.
     assert.equal(tables.length, 21);
     assert.deepEqual(tables.filter((t) => !t.forced || !t.indexed).map((t) => t.relname), []);
+  } finally {
+    await drop();
+  }
+});
+
+test("every resource's columns are its relation's, and every column it does not derive is its table's, of the same type", async () => {
+  const { store, drop } = await openTestStore('pglite');
+  try {
+    const typeOf = async (relation: string) => new Map((await store.query<{ name: string; type: string }>(
+      `select attname as name, format_type(atttypid, atttypmod) as type from pg_attribute where attrelid = $1::regclass and attnum > 0 and not attisdropped`,
+      [relation])).map((c) => [c.name, c.type]));
+    for (const resource of resources) {
+      const [relation, table] = [await typeOf(resource.relation), await typeOf(resource.table)];
+      for (const column of resource.columns) {
+        assert.ok(relation.has(column.name), `${resource.relation}.${column.name}`);
+        if (!column.derived) assert.equal(table.get(column.name), relation.get(column.name), `${resource.table}.${column.name}`);
+        else assert.ok(!table.has(column.name), `${resource.table}.${column.name} is stored, not derived`);
+      }
+    }
   } finally {
     await drop();
   }

@@ -60,7 +60,8 @@ test('caller-supplied text travels only as parameters', () => {
   assert.ok(!statement.text.includes('drop table'));
   assert.ok(statement.params.filter((p) => p.includes('drop table')).length >= 3);
   const identifiers = [...statement.text.matchAll(/"([^"]+)"/g)].map((m) => m[1]);
-  const known = new Set(['students_read', ...resourcesByName.get('students')!.columns.map((c) => c.name)]);
+  const students = resourcesByName.get('students')!;
+  const known = new Set([students.relation, students.table, ...students.columns.map((c) => c.name)]);
   assert.deepEqual(identifiers.filter((i) => !known.has(i)), []);
 });
 
@@ -71,7 +72,7 @@ test('every statement names the tenants in the resource\'s tenant column, as par
     assert.match(one.text, new RegExp(`WHERE "${column}" = \\$1::uuid`));
     assert.equal(one.params[0], SCOPES[0][0]);
     const several = buildPageStatement(plan, SCOPES[1], { exactCount: true, body: true });
-    // A page names several universities as one list, which keeps the index's order (src/query/sql.ts TenantForm).
+    // A page names several universities as one list, which keeps the index's order (src/query/sql.ts tenantConditionSql).
     assert.match(several.text, new RegExp(`WHERE "${column}" = ANY\\(\\$1::uuid\\[\\]\\)`));
     assert.equal(several.params[0], `{"${SCOPES[1][0]}","${SCOPES[1][1]}"}`);
   }

@@ -37,3 +37,16 @@ test('a request that fails is refused each time it comes, not remembered', () =>
   const bad: ReadRequestInput = { queryString: 'select=no_such_column', method: 'GET' };
   for (let i = 0; i < 2; i++) assert.throws(() => readPlanOf(students, bad), ApiError);
 });
+
+test('a read naming no derived column comes from the resource\'s table; one naming one, in its output, a filter, a logic tree or the order, from its read view', () => {
+  const relationOf = (resource: string, queryString: string) => planRead(resourcesByName.get(resource)!, parseReadRequest({ queryString, method: 'GET' })).relation;
+  assert.equal(relationOf('students', 'select=id,email,first_name,last_name&order=id&limit=100'), 'students');
+  assert.equal(relationOf('students', 'select=id,graduation_date&last_name=in.(Smith,Kim)&is_alumni=is.false&order=last_name'), 'students');
+  assert.equal(relationOf('students', ''), 'students_read');
+  assert.equal(relationOf('students', 'select=id,secondary_emails'), 'students_read');
+  assert.equal(relationOf('students', 'select=id&secondary_emails=cs.{a@b.org}'), 'students_read');
+  assert.equal(relationOf('cohorts', 'select=id&or=(name.eq.x,and(campus_name.eq.y,id.not.is.null))'), 'cohorts_read');
+  assert.equal(relationOf('cohorts', 'select=id&order=student_count.desc'), 'cohorts_read');
+  assert.equal(relationOf('cohorts', 'select=id,name,campus_id'), 'cohorts');
+  assert.equal(relationOf('jobs', 'select=id'), 'jobs');
+});

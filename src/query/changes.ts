@@ -127,7 +127,7 @@ function rowsSql(resource: FeedResource, windows: readonly Window[], limit: stri
   const created = windowsSql(windows, 'created_seq', name, 'id', params, false);
   const entry = `json_build_object('resource', ${name}, 'id', id, 'change', CASE WHEN ${created} THEN 'created' ELSE 'updated' END, 'row', ${row})`;
   return `(SELECT change_seq AS seq, university_id, ${name} AS resource, id, ${entry}::text AS entry`
-    + ` FROM ${scopedRelationSql(read.relation, read.tenantColumn.name, windows.map((w) => w.universityId), params, 'branch-per-tenant')}`
+    + ` FROM ${scopedRelationSql(read.relation, read.tenantColumn.name, windows.map((w) => w.universityId), params)}`
     + ` WHERE ${windowsSql(windows, 'change_seq', name, 'id', params, true)}`
     + ` ORDER BY change_seq, university_id, id LIMIT ${limit})`;
 }
@@ -136,7 +136,7 @@ function rowsSql(resource: FeedResource, windows: readonly Window[], limit: stri
 function tombstonesSql(resources: readonly FeedResource[], windows: readonly Window[], limit: string, params: Parameters): string {
   const entry = `json_build_object('resource', resource, 'id', id, 'change', 'erased')`;
   return `(SELECT change_seq AS seq, university_id, resource, id, ${entry}::text AS entry`
-    + ` FROM ${scopedRelationSql('change_tombstones', 'university_id', windows.map((w) => w.universityId), params, 'branch-per-tenant')}`
+    + ` FROM ${scopedRelationSql('change_tombstones', 'university_id', windows.map((w) => w.universityId), params)}`
     + ` WHERE resource = ANY(${params.add(arrayLiteral(resources))}::text[])`
     + ` AND ${windowsSql(windows, 'change_seq', 'resource', 'id', params, true)}`
     + ` ORDER BY change_seq, university_id, resource, id LIMIT ${limit})`;

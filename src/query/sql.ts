@@ -2,7 +2,7 @@
  * SQL: plan → parameterised statements. Identifiers come only from the registry (through the
  * plan); every value, JSON key and output key is a bind parameter. Row scoping is row-level
  * security's, inside PostgreSQL; every statement also names the caller's universities in the
- * resource's tenant column (scopedRelationSql), so that on Citus a read of one university is
+ * resource's tenant column (tenantConditionSql), so that on Citus a read of one university is
  * routed to its shard (and a consortium's to its members' shards) instead of asking every shard.
  */
 import { arrayLiteral } from '../db/array-literal.ts';
@@ -76,34 +76,42 @@ function conditionSql(condition: PlannedCondition, params: Parameters): string {
 export type Tenants = readonly string[];
 
 /**
- * How a statement names several universities (one is always `tenant = $n`):
- * - `in-list`: `tenant = ANY($n)`. A page ordered by id keeps the order of the (university_id, id)
- *   index. PostgreSQL does not carry `= ANY` into a read view's grouped subqueries
- *   (students_read's secondary_emails, cohorts_read's student_count), so on Citus a consortium
- *   page selecting those columns asks every shard (EXPLAIN: 32 tasks for three universities).
- * - `branch-per-tenant`: one branch per university, `tenant = $n`, joined by UNION ALL. `=` to a
- *   value reaches the grouped subqueries through PostgreSQL's equivalence classes, and Citus pushes
- *   the union down whole, each branch pruned to its shard (3 tasks, no subplan). But the union's
- *   rows come unordered: a consortium's first 100 by id sorted every member's rows (EXPLAIN
- *   ANALYZE on PostgreSQL, 20,000 students: 51 ms against 3.7 ms for `in-list`). So pages use
- *   `in-list`, and the change feed, which sorts its window by change number either way, the branches.
+ * The tenant column naming the caller's universities: `= $n` for one, `= ANY($n)` for several. A
+ * page ordered by id keeps the order of the (university_id, id) index with `= ANY`. No university
+ * (an empty scope) names none, and reads no row.
  */
-export type TenantForm = 'in-list' | 'branch-per-tenant';
-
-/** The relation cut to the tenants, under the relation's own name. No university (an empty scope) reads no row. */
-export function scopedRelationSql(relation: string, tenantColumn: string, tenants: Tenants, params: Parameters, form: TenantForm): string {
+function tenantConditionSql(tenantColumn: string, tenants: Tenants, params: Parameters): string {
   const column = quoteIdentifier(tenantColumn);
-  const branch = (condition: string) => `SELECT * FROM ${quoteIdentifier(relation)} WHERE ${column} ${condition}`;
-  const branches = tenants.length === 1 || form === 'branch-per-tenant'
-    ? tenants.map((tenant) => branch(`= ${params.add(tenant)}::uuid`))
-    : [branch(`= ANY(${params.add(arrayLiteral(tenants))}::uuid[])`)];
-  return `(${branches.length === 0 ? branch(`= ANY('{}'::uuid[])`) : branches.join(' UNION ALL ')}) AS ${quoteIdentifier(relation)}`;
+  if (tenants.length === 1) return `${column} = ${params.add(tenants[0])}::uuid`;
+  return tenants.length === 0 ? `${column} = ANY('{}'::uuid[])` : `${column} = ANY(${params.add(arrayLiteral(tenants))}::uuid[])`;
 }
 
-/** The plan's resource cut to the tenants, filtered by the plan's conditions. */
+/**
+ * The relation cut to the tenants, under the relation's own name: one branch per university,
+ * `tenant = $n`, joined by UNION ALL. PostgreSQL does not carry `= ANY` into a read view's grouped
+ * subqueries (students_read's secondary_emails, cohorts_read's student_count), so on Citus such a
+ * read over several universities asks every shard (EXPLAIN: 32 tasks for three universities);
+ * `=` to a value reaches them through PostgreSQL's equivalence classes, and Citus pushes the union
+ * down whole, each branch pruned to its shard (3 tasks, no subplan). But the union's rows come
+ * unordered: a consortium's first 100 by id sorted every member's rows (EXPLAIN ANALYZE on
+ * PostgreSQL, 20,000 students: 51 ms against 3.7 ms with `= ANY`). So pages name their tenants with
+ * `= ANY` (tenantConditionSql), and the change feed, which sorts its window by change number either
+ * way, in branches.
+ */
+export function scopedRelationSql(relation: string, tenantColumn: string, tenants: Tenants, params: Parameters): string {
+  const branch = (tenant: readonly string[]) => `SELECT * FROM ${quoteIdentifier(relation)} WHERE ${tenantConditionSql(tenantColumn, tenant, params)}`;
+  const branches = tenants.length === 0 ? [branch([])] : tenants.map((tenant) => branch([tenant]));
+  return `(${branches.join(' UNION ALL ')}) AS ${quoteIdentifier(relation)}`;
+}
+
+/**
+ * The plan's relation, its rows of the tenants filtered by the plan's conditions, in one WHERE
+ * with the tenants first: with no subquery and one relation, a page of one university is what
+ * Citus plans on its fast path (ReadPlan.relation).
+ */
 function fromWhereSql(plan: ReadPlan, tenants: Tenants, params: Parameters): string {
-  const from = ` FROM ${scopedRelationSql(plan.resource.relation, plan.resource.tenantColumn.name, tenants, params, 'in-list')}`;
-  return plan.conditions.length === 0 ? from : `${from} WHERE ${plan.conditions.map((c) => conditionSql(c, params)).join(' AND ')}`;
+  const conditions = [tenantConditionSql(plan.resource.tenantColumn.name, tenants, params), ...plan.conditions.map((c) => conditionSql(c, params))];
+  return ` FROM ${quoteIdentifier(plan.relation)} WHERE ${conditions.join(' AND ')}`;
 }
 
 /** The caller's order, then `id` so that pages never overlap on ties. */

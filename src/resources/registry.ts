@@ -16,12 +16,19 @@ export interface Column {
   readonly large?: boolean;
   readonly enum?: readonly string[];
   readonly description?: string;
+  /** Computed by the resource's read view (Resource.relation); its table has no such column. */
+  readonly derived?: boolean;
 }
 
 export interface Resource {
   readonly name: string;
   /** The relation reads come from: a table, or a security-invoker view adding derived columns. */
   readonly relation: string;
+  /**
+   * The table holding every column that is not derived: the relation itself, or the table under
+   * its view. A read naming no derived column comes from it (ReadPlan.relation).
+   */
+  readonly table: string;
   readonly description: string;
   readonly columns: readonly Column[];
   readonly columnsByName: ReadonlyMap<string, Column>;
@@ -34,12 +41,17 @@ export interface Resource {
 
 type ColumnSpec = [name: string, type: ColumnType, nullable?: boolean, extra?: Partial<Column>];
 
-function defineResource(name: string, relation: string, description: string, specs: ColumnSpec[], tenantKey = 'university_id'): Resource {
+/** A table, or a read view with the table under it. */
+type Source = string | { readonly view: string; readonly table: string };
+
+function defineResource(name: string, source: Source, description: string, specs: ColumnSpec[], tenantKey = 'university_id'): Resource {
   const columns = specs.map(([columnName, type, nullable = false, extra = {}]) => ({ name: columnName, type, nullable, ...extra }));
   const columnsByName = new Map(columns.map((c) => [c.name, c]));
   const tenantColumn = columnsByName.get(tenantKey);
   if (!tenantColumn) throw new Error(`${name} has no column ${tenantKey}`);
-  return { name, relation, description, columns, columnsByName, tenantColumn };
+  const [relation, table] = typeof source === 'string' ? [source, source] : [source.view, source.table];
+  if (relation === table && columns.some((c) => c.derived)) throw new Error(`${name} derives columns without a view`);
+  return { name, relation, table, description, columns, columnsByName, tenantColumn };
 }
 
 const id: ColumnSpec = ['id', 'uuid'];
@@ -47,25 +59,25 @@ const universityId: ColumnSpec = ['university_id', 'uuid'];
 const studentId: ColumnSpec = ['student_id', 'uuid'];
 
 export const resources: readonly Resource[] = [
-  defineResource('students', 'students_read', 'Students of the scope: identity plus membership of one cohort. Alumni are students with is_alumni true.', [
+  defineResource('students', { view: 'students_read', table: 'students' }, 'Students of the scope: identity plus membership of one cohort. Alumni are students with is_alumni true.', [
     id, universityId, ['cohort_id', 'uuid', true], ['email', 'text'], ['first_name', 'text'], ['last_name', 'text'],
     ['external_id', 'text', true], ['phone', 'text', true, { description: 'E.164' }],
     ['graduation_date', 'date', true, { description: 'Date of actual graduation' }],
     ['graduation_year', 'integer', true, { description: 'Year of graduation_date (read-only)' }],
     ['is_alumni', 'boolean'], ['account_status', 'text', false, { enum: ['invited', 'claimed'] }],
-    ['secondary_emails', 'text[]'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
+    ['secondary_emails', 'text[]', false, { derived: true }], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
   ]),
   defineResource('advisor_students', 'advisor_students', 'Advisor assignments of students.', [
     id, universityId, studentId, ['advisor_id', 'uuid'], ['advisor_email', 'text'], ['advisor_name', 'text'],
     ['co_advisor_ids', 'uuid[]'], ['assigned_at', 'timestamptz'],
   ]),
-  defineResource('cohorts', 'cohorts_read', 'Cohorts: a class with its degree, dates, campus, intake and résumé templates.', [
+  defineResource('cohorts', { view: 'cohorts_read', table: 'cohorts' }, 'Cohorts: a class with its degree, dates, campus, intake and résumé templates.', [
     id, universityId, ['name', 'text'], ['display_name', 'text'], ['program', 'text'], ['degree', 'text'],
     ['start_date', 'date'], ['end_date', 'date'], ['intake_year', 'integer'],
     ['intake_term', 'text', false, { enum: INTAKE_TERMS }],
-    ['campus_id', 'uuid', true], ['campus_name', 'text', true],
+    ['campus_id', 'uuid', true], ['campus_name', 'text', true, { derived: true }],
     ['study_mode', 'text', true, { enum: STUDY_MODES }],
-    ['resume_template_names', 'text[]'], ['student_count', 'integer'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
+    ['resume_template_names', 'text[]'], ['student_count', 'integer', false, { derived: true }], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
   ]),
   defineResource('campuses', 'campuses', 'Campuses; use to check a campus name before a cohort write.', [
     id, universityId, ['name', 'text'], ['city', 'text', true], ['country', 'text', true], ['created_at', 'timestamptz'],
