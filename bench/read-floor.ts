@@ -6,7 +6,7 @@
  * its scope), one per path:
  *
  *   GET /unscoped/<n>  the page's statement alone: one prepared statement, no role, no scope,
- *                      with the service's plan caching, or on Citus its executor pool
+ *                      with the service's plan caching, or on Citus its executor pool and planning
  *                      (READ_FLOOR_PARAMETERS), sent where the service sends it (on Citus the
  *                      node holding the reader's shards);
  *   GET /scoped/<n>    the same statement under the service's role and scope: on PostgreSQL on

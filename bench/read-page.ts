@@ -6,6 +6,7 @@
  */
 import { CitusReadRoutes, PLACEMENTS_SQL, type Placement, nodeUrl, placementsParams } from '../src/db/citus-read-routes.ts';
 import { CITUS_PARTNER_SETTINGS, Database } from '../src/db/database.ts';
+import { CITUS_NODE_PARAMETERS } from '../src/db/postgres-store.ts';
 import { DEFAULT_STATEMENT_TIMEOUT_MS } from '../src/db/store.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { planRead } from '../src/query/plan.ts';
@@ -81,7 +82,7 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
     const routes = new CitusReadRoutes((ids) => bench.store.query<Placement>(PLACEMENTS_SQL, placementsParams(ids)));
     const floorPages: FloorPage[] = await Promise.all(READ_PAGES.map(async (page, i) => {
       const scope = readers[page.reader];
-      const asRows = sentAsRows(plans[i], scope.universityIds);
+      const asRows = sentAsRows(plans[i], scope.universityIds, server === 'Citus');
       const statement = asRows ? buildPageRowsStatement(plans[i], scope.universityIds) : buildPageStatement(plans[i], scope.universityIds, { exactCount: false, body: true });
       const reader = readerOf.partnerReader(scope);
       if (server !== 'Citus') return { url: bench.url, ...statement, session: { ...reader.startupParameters, [reader.scope.setting]: reader.scope.value }, settings: reader.transaction.settings!, asRows };
@@ -89,8 +90,8 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
       return { url: node ? nodeUrl(bench.url, node) : bench.url, ...statement, session: null, settings: reader.transaction.settings!, asRows };
     }));
     // The statement alone with the service's plan caching on PostgreSQL (its reader sessions'), and
-    // on Citus with the executor pool its transactions set.
-    const unscopedParameters = server === 'Citus' ? CITUS_PARTNER_SETTINGS : { plan_cache_mode: readerOf.partnerReader(readers.university).startupParameters.plan_cache_mode };
+    // on Citus with the executor pool its transactions set and the planning of its node sessions.
+    const unscopedParameters = server === 'Citus' ? { ...CITUS_PARTNER_SETTINGS, ...CITUS_NODE_PARAMETERS } : { plan_cache_mode: readerOf.partnerReader(readers.university).startupParameters.plan_cache_mode };
     const [service, floor] = await Promise.all([
       startService(bench.url, port),
       startProgram('bench/read-floor.ts', floorPort, READ_FLOOR_BANNER, { READ_FLOOR_PAGES: JSON.stringify(floorPages), READ_FLOOR_PARAMETERS: JSON.stringify(unscopedParameters) }),

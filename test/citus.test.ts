@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import postgres from 'postgres';
 import { type PlanNode, plannedRows } from '../src/query/execute.ts';
 import { buildChangesStatement } from '../src/query/changes.ts';
 import { planRead } from '../src/query/plan.ts';
@@ -115,6 +116,28 @@ if (storeBackends().includes('citus')) {
       } finally {
         await throughCoordinator.close();
       }
+    });
+
+    test("one university's cheap page is a read of its table that Citus plans on the fast path, planned for its values on the node", async () => {
+      const statement = buildPageRowsStatement(planOf('select=id,email,first_name,last_name&order=id&limit=100'), [members[0]]);
+      const [node] = await nodesOf([members[0]]);
+      const notices: string[] = [];
+      const onNode = postgres(nodeUrl(h.testStore.url!, node), { max: 1, onnotice: (notice) => notices.push(notice.message), fetch_types: false });
+      try {
+        await onNode.begin(async (tx) => {
+          await tx.unsafe(h.db.partnerSettings({ universityIds: [members[0]] }));
+          await tx.unsafe(`set local client_min_messages = debug2`);
+          await tx.unsafe(statement.text, [...statement.params]);
+        });
+      } finally {
+        await onNode.end();
+      }
+      assert.ok(notices.some((message) => /fast-path router query/.test(message)), notices.join('\n'));
+      // The service sends it as rows on Citus (src/query/execute.ts sentAsRows).
+      assert.equal(await h.db.store.isDistributed(), true);
+      // The node's sessions plan each read for its values (src/db/postgres-store.ts CITUS_NODE_PARAMETERS).
+      const [[mode]] = await h.db.readAsPartner({ universityIds: [members[0]] }, `select current_setting('plan_cache_mode')`, []);
+      assert.equal(String(mode), 'force_custom_plan');
     });
 
     test('a read sent to a node that does not hold its shard (a route older than a rebalance) still sees its scope\'s rows only', async () => {

@@ -73,6 +73,7 @@ class SwitchedStore implements Store {
   readAsReader: Store['readAsReader'] = (binding, form, text, params) => this.inner.readAsReader(binding, form, text, params);
   exec: Store['exec'] = (text) => this.inner.exec(text);
   queryColumns: Store['queryColumns'] = (text, params) => this.inner.queryColumns(text, params);
+  isDistributed: Store['isDistributed'] = () => this.inner.isDistributed();
   poolStats: Store['poolStats'] = () => this.inner.poolStats();
   close: Store['close'] = () => this.inner.close();
 }

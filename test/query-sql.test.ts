@@ -80,11 +80,17 @@ test('every statement names the tenants in the resource\'s tenant column, as par
 
 // Found by `npm run bench`: a consortium's offset page at 90,000 came as one row per object, whose
 // statement built the JSON of every skipped row, and answered nothing within the statement timeout.
-test('a consortium page comes as one row per object from its first row only; with an offset, aggregated', () => {
+test('a JSON page without a total comes as one row per object from its first row only, over several universities or on Citus; with an offset or a count, aggregated', () => {
   const students = resourcesByName.get('students')!;
-  const planOf = (query: string) => planRead(students, parseReadRequest({ queryString: query, method: 'GET' }));
-  const consortium = ['8a1c1f4e-6a55-4c1b-9d3e-2f0b5a7c9e11', '9b2d2a5f-7b66-4d2c-8e4f-3a1c6b8d0f22'];
-  assert.equal(sentAsRows(planOf('select=id&order=id&limit=100'), consortium), true);
-  assert.equal(sentAsRows(planOf('select=id&order=id&limit=100&offset=90000'), consortium), false);
-  assert.equal(sentAsRows(planOf('select=id&order=id&limit=100'), consortium.slice(0, 1)), false);
+  const planOf = (query: string, headers: { preferHeader?: string; acceptHeader?: string } = {}) => planRead(students, parseReadRequest({ queryString: query, method: 'GET', ...headers }));
+  const [one, several] = SCOPES;
+  for (const distributed of [false, true]) {
+    assert.equal(sentAsRows(planOf('select=id&order=id&limit=100'), several, distributed), true);
+    assert.equal(sentAsRows(planOf('select=id&order=id&limit=100&offset=90000'), several, distributed), false);
+    assert.equal(sentAsRows(planOf('select=id&order=id&limit=100', { preferHeader: 'count=exact' }), several, distributed), false);
+    assert.equal(sentAsRows(planOf('select=id&order=id&limit=100', { acceptHeader: 'text/csv' }), several, distributed), false);
+  }
+  assert.equal(sentAsRows(planOf('select=id&order=id&limit=100'), one, false), false);
+  assert.equal(sentAsRows(planOf('select=id&order=id&limit=100'), one, true), true);
+  assert.equal(sentAsRows(planOf('select=id&order=id&limit=100&offset=10'), one, true), false);
 });

@@ -104,6 +104,7 @@ export async function openPgliteStore(options: PgliteOptions): Promise<Store & {
     transaction,
     queryInTransaction: (text, params, transactionOptions) => transaction((tx) => tx.query(text, params), transactionOptions),
     readAsReader: (binding, form, text, params) => transaction((tx) => sendStatement(tx, form, text, params), binding.transaction),
+    isDistributed: async () => false,
     poolStats: () => gate.stats(),
     async close() {
       if (!db.closed) await db.close();

@@ -87,6 +87,11 @@ export interface Store extends Queryable {
    * queryInTransaction sends its statement; on Citus to the node holding the scope's shards.
    */
   readAsReader<F extends RowForm>(binding: ReaderBinding, form: F, text: string, params: readonly (string | null)[]): Promise<RowForms[F][]>;
+  /**
+   * Whether the store is a Citus cluster, asked of it once. Citus plans a read of one table by its
+   * tenant on its fast path, so there one university's page is sent as rows (src/query/execute.ts sentAsRows).
+   */
+  isDistributed(): Promise<boolean>;
   poolStats(): PoolStats;
   close(): Promise<void>;
 }
