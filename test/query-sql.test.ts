@@ -78,6 +78,13 @@ test('every statement names the tenants in the resource\'s tenant column, as par
   }
 });
 
+test('the tenant condition binds before the caller\'s: a logic tree and a negation stay in their parentheses', () => {
+  const plan = planRead(resourcesByName.get('students')!, parseReadRequest({ queryString: 'select=id&or=(first_name.eq.A,last_name.eq.B)&not.and=(is_alumni.is.true,phone.is.null)', method: 'GET' }));
+  const { text } = buildPageRowsStatement(plan, SCOPES[0]);
+  const where = text.slice(text.indexOf(' WHERE '), text.indexOf(' LIMIT '));
+  assert.match(where, /^ WHERE "university_id" = \$\d+::uuid AND \(.+ OR .+\) AND NOT \(.+ AND .+\)$/);
+});
+
 // Found by `npm run bench`: a consortium's offset page at 90,000 came as one row per object, whose
 // statement built the JSON of every skipped row, and answered nothing within the statement timeout.
 test('a JSON page without a total comes as one row per object from its first row only, over several universities or on Citus; with an offset or a count, aggregated', () => {
