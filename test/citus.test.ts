@@ -16,7 +16,7 @@ import { type Statement, buildCountStatement, buildPageRowsStatement, buildPageS
 import { resourcesByName } from '../src/resources/registry.ts';
 import { type ClusterNode, nodeHoldingMost, nodeUrl } from '../src/db/citus-read-routes.ts';
 import { Database } from '../src/db/database.ts';
-import { openPostgresStore } from '../src/db/postgres-store.ts';
+import { NODE_READER_ROLE, openPostgresStore } from '../src/db/postgres-store.ts';
 import { Harness, storeBackends } from './support/harness.ts';
 
 const planOf = (query: string, resource = 'students') => planRead(resourcesByName.get(resource)!, parseReadRequest({ queryString: query, method: 'GET' }));
@@ -155,6 +155,36 @@ if (storeBackends().includes('citus')) {
         assert.equal(String(count), truth.n);
       } finally {
         await elsewhere.close();
+      }
+    });
+
+    test('one university\'s read runs on a reader session of its node; once its shard has moved away it is refused there and sent again in a transaction: its scope\'s rows, never none', async () => {
+      const university = members[0];
+      const [held] = await nodesOf([university]);
+      const [other] = await h.sql<ClusterNode>(
+        `select nodename as host, nodeport as port from pg_dist_node where groupid <> 0 and nodeport <> $1 limit 1`, [String(held.port)]);
+      const [{ shard }] = await h.sql<{ shard: string }>(`select get_shard_id_for_distribution_column('tenants', $1::uuid)::text as shard`, [university]);
+      // As the database's owner, which a shard move needs.
+      const move = (from: ClusterNode, to: ClusterNode) => h.testStore.store.query(
+        `select citus_move_shard_placement($1::bigint, $2::text, $3::int, $4::text, $5::int, shard_transfer_mode => 'block_writes')`,
+        [shard, from.host, String(from.port), to.host, String(to.port)]);
+      const store = openPostgresStore(h.testStore.url!, 2);
+      try {
+        const db = new Database(store, 5_000);
+        const scope = { universityIds: [university] };
+        const read = async (text: string) => String((await db.readAsPartner(scope, text, [university]))[0][0]);
+        const [truth] = await h.sql<{ n: string }>('select count(*)::text as n from students where university_id = $1', [university]);
+        // The route is looked up now, and kept while the shard moves.
+        assert.equal(await read('select current_user::text from students where university_id = $1 limit 1'), NODE_READER_ROLE);
+        assert.equal(await read('select count(*)::text from students where university_id = $1'), truth.n);
+        await move(held, other);
+        try {
+          assert.equal(await read('select count(*)::text from students where university_id = $1'), truth.n);
+        } finally {
+          await move(other, held);
+        }
+      } finally {
+        await store.close();
       }
     });
 

@@ -1,13 +1,14 @@
 /**
  * Store.readAsReader: a partner's read on a session that holds the role and the scope
- * (PostgreSQL), or in a transaction with them (PGlite, Citus). Each read sees its own scope and
+ * (PostgreSQL; on Citus one university's, on its node), or in a transaction with them (PGlite,
+ * Citus). Each read sees its own scope and
  * nothing else, whatever the session read before; a scope change that fails returns nothing read
  * under the old one; no statement on a reader session runs outside row-level security.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Database, type Scope } from '../src/db/database.ts';
-import { openPostgresStore } from '../src/db/postgres-store.ts';
+import { NODE_READER_ROLE, openPostgresStore } from '../src/db/postgres-store.ts';
 import { loadDemo } from '../src/domain/demo.ts';
 import type { ReaderBinding, Store } from '../src/db/store.ts';
 import { type TestStore, openTestStore, storeBackends } from './support/harness.ts';
@@ -48,8 +49,9 @@ for (const backend of storeBackends()) {
       return row;
     };
 
-    test('a read runs as pds_app within its scope, and a statement with no tenant filter sees only the scope\'s rows', async () => {
-      assert.deepEqual({ ...(await read(ONE)) }, { scope: UNIVERSITIES[0], role: 'pds_app', visible: [UNIVERSITIES[0]] });
+    test('a read runs as pds_app (on a Citus node, as its reader role) within its scope, and a statement with no tenant filter sees only the scope\'s rows', async () => {
+      const role = backend === 'citus' ? NODE_READER_ROLE : 'pds_app';
+      assert.deepEqual({ ...(await read(ONE)) }, { scope: UNIVERSITIES[0], role, visible: [UNIVERSITIES[0]] });
       assert.deepEqual((await read(BOTH)).visible, [...BOTH.universityIds].sort());
     });
 

@@ -11,7 +11,9 @@
  * A route is only ever a choice of node, never a condition of the answer: row-level security
  * and the transaction's SET LOCAL scope hold on whichever node runs the statement, and a node
  * that no longer holds the shard (after a rebalance) still answers, through Citus, until the
- * route is looked up again (ROUTE_LIFETIME_MS).
+ * route is looked up again (ROUTE_LIFETIME_MS). A read on a node's reader session, whose scope
+ * Citus does not carry to another node, is refused there instead and sent again in a
+ * transaction (src/db/postgres-store.ts, NODE_READER_ROLE).
  */
 import { arrayLiteral } from './array-literal.ts';
 

@@ -50,8 +50,9 @@ export function scopeSetting(scope: Scope): string {
  * row-level security binds: partners as `pds_app` limited to their scope, the operator API as
  * `pds_operator`. Transactions set role and scope with SET LOCAL, so nothing leaks from one
  * request to the next on a shared session (PGlite) or a pooled connection. Partner reads on a
- * PostgreSQL server run on reader sessions instead, which hold role and scope as session state
- * and serve nothing else (Store.readAsReader).
+ * PostgreSQL server, and one university's on the Citus node holding its shard, run on reader
+ * sessions instead, which hold role and scope as session state and serve nothing else
+ * (Store.readAsReader).
  */
 export class Database {
   /**

@@ -24,6 +24,22 @@ const IS_CITUS = `select exists (select 1 from pg_extension where extname = 'cit
  */
 export const CITUS_NODE_PARAMETERS: Readonly<Record<string, string>> = { plan_cache_mode: 'force_custom_plan' };
 
+/**
+ * The role of reader sessions on a Citus node (src/db/migrations/007_node_readers.sql): pds_app's
+ * grants and policies, and no login. A read that Citus would send to another node (its shard
+ * moved since its route was looked up) must open a connection there as this role, which is
+ * refused: the read fails (SHARD_ELSEWHERE) instead of running there without its scope, which
+ * only the session holds, and answering no rows.
+ */
+export const NODE_READER_ROLE = 'pds_reader';
+
+/** The startup parameters of a reader session on a Citus node, from those of the store's reader sessions. */
+export const nodeReaderParameters = (readerParameters: Readonly<Record<string, string>>): Readonly<Record<string, string>> =>
+  ({ ...readerParameters, role: NODE_READER_ROLE, ...CITUS_NODE_PARAMETERS });
+
+/** connection_failure, from the node: it could not reach another node as NODE_READER_ROLE. */
+const SHARD_ELSEWHERE = '08006';
+
 export interface PostgresStoreOptions {
   /** Partner reads on reader sessions (PDS_READER_SESSIONS); on by default. */
   readonly readerSessions?: boolean;
@@ -34,7 +50,8 @@ export interface PostgresStoreOptions {
 export function openPostgresStore(url: string, maxConnections: number, timeouts: StoreTimeouts = DEFAULT_STORE_TIMEOUTS, options: PostgresStoreOptions = {}): Store {
   const limits = { maxConnections, ...timeouts };
   const pool = new SessionPool(url, limits);
-  // On Citus, a pool per node that partner reads were sent to (src/db/citus-read-routes.ts), opened on first use.
+  // On Citus, the pools of each node that partner reads were sent to (src/db/citus-read-routes.ts),
+  // one per set of startup parameters (read transactions, reader sessions), opened on first use.
   const nodePools = new Map<string, SessionPool>();
   // Partner reads' sessions, opened with the reader's startup parameters on first use (readAsReader).
   let readers: { pool: SessionPool; parameters: ReaderBinding['startupParameters'] } | null = null;
@@ -82,16 +99,47 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     }
   };
   const routes = new CitusReadRoutes((universityIds) => once((tx) => tx.query<Placement>(PLACEMENTS_SQL, placementsParams(universityIds))));
-  const poolOn = (node: ClusterNode | null): SessionPool => {
+  const poolOn = (node: ClusterNode | null, parameters: Readonly<Record<string, string>> = CITUS_NODE_PARAMETERS): SessionPool => {
     if (!node) return pool;
-    const key = `${node.host}:${node.port}`;
+    const key = `${node.host}:${node.port} ${JSON.stringify(parameters)}`;
     let nodePool = nodePools.get(key);
     if (!nodePool) {
       if (closed) throw shuttingDown();
-      nodePool = new SessionPool(nodeUrl(url, node), limits, CITUS_NODE_PARAMETERS);
+      nodePool = new SessionPool(nodeUrl(url, node), limits, parameters);
       nodePools.set(key, nodePool);
     }
     return nodePool;
+  };
+  /**
+   * A read on a reader session of `on`, which holds the role and the scope as session state. A
+   * read whose scope is its session's is its statement alone; a session whose scope differs gets
+   * the new one first, in the same pipeline, and the statement's answer is used only once the
+   * change is confirmed and the session's role is `role`.
+   */
+  const readOnReaderSession = async <R>(on: SessionPool, role: string, binding: ReaderBinding, read: (tx: Queryable) => Promise<R>): Promise<R> => {
+    const lease = await on.lease();
+    const tx = lease.queryable();
+    try {
+      const { session } = lease;
+      if (session.scope === binding.scope.value) return await read(tx);
+      const [changed, outcome] = await Promise.allSettled([
+        tx.query<{ role: string }>(`select set_config($1, $2, false), current_user as role`, [binding.scope.setting, binding.scope.value]),
+        read(tx),
+      ]);
+      if (changed.status === 'rejected') {
+        session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', String(changed.reason)));
+        throw changed.reason;
+      }
+      if (changed.value[0].role !== role) {
+        session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', `A reader session runs as ${changed.value[0].role}.`));
+        throw new Error(`A reader session runs as ${changed.value[0].role}, not ${role}: its pooler dropped the role (PDS_READER_SESSIONS).`);
+      }
+      session.scope = binding.scope.value;
+      if (outcome.status === 'rejected') throw outcome.reason;
+      return outcome.value;
+    } finally {
+      on.release(lease);
+    }
   };
   return {
     query: (text, params) => once((tx) => tx.query(text, params)),
@@ -129,43 +177,31 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
      * pooler that dropped the role from the startup parameters fails the read instead of running
      * it as the login role. Sessions must be the service's own (no transaction pooler: the
      * recorded scope would be another server session's). On Citus only SET LOCAL reaches the
-     * workers, so there (and with reader sessions off) the read keeps its transaction; on Citus
-     * it is sent to the node holding the scope's shards (src/db/citus-read-routes.ts).
+     * other nodes, so there a read is sent to the node holding the scope's shards
+     * (src/db/citus-read-routes.ts): one university's on a reader session of that node as
+     * NODE_READER_ROLE, Citus running it there by local execution; a read that fails to reach
+     * another node (SHARD_ELSEWHERE), and every other read, in a transaction, whose SET LOCAL
+     * scope Citus carries to the other nodes. With reader sessions off, every read keeps its
+     * transaction.
      */
     async readAsReader<F extends RowForm>(binding: ReaderBinding, form: F, text: string, params: readonly (string | null)[]) {
       const read = (tx: Queryable) => sendStatement(tx, form, text, params);
       if (await isCitus()) {
         const node = options.citusReadNodes === false ? null : await routes.nodeFor(binding.scope.value, binding.universityIds);
+        if (node && binding.universityIds.length === 1 && options.readerSessions !== false) {
+          try {
+            return await readOnReaderSession(poolOn(node, nodeReaderParameters(binding.startupParameters)), NODE_READER_ROLE, binding, read);
+          } catch (error) {
+            if ((error as { code?: unknown }).code !== SHARD_ELSEWHERE) throw error;
+          }
+        }
         return readInTransaction(poolOn(node), read, binding.transaction);
       }
       if (options.readerSessions === false) return readInTransaction(pool, read, binding.transaction);
       if (closed) throw shuttingDown();
       readers ??= { parameters: binding.startupParameters, pool: new SessionPool(url, limits, binding.startupParameters) };
       if (!isDeepStrictEqual(readers.parameters, binding.startupParameters)) throw new Error('A store opens its reader sessions with one set of startup parameters.');
-      const lease = await readers.pool.lease();
-      const tx = lease.queryable();
-      try {
-        const { session } = lease;
-        if (session.scope === binding.scope.value) return await read(tx);
-        const [changed, outcome] = await Promise.allSettled([
-          tx.query<{ role: string }>(`select set_config($1, $2, false), current_user as role`, [binding.scope.setting, binding.scope.value]),
-          read(tx),
-        ]);
-        if (changed.status === 'rejected') {
-          session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', String(changed.reason)));
-          throw changed.reason;
-        }
-        const role = changed.value[0].role;
-        if (role !== binding.startupParameters.role) {
-          session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', `A reader session runs as ${role}.`));
-          throw new Error(`A reader session runs as ${role}, not ${binding.startupParameters.role}: its pooler dropped the role (PDS_READER_SESSIONS).`);
-        }
-        session.scope = binding.scope.value;
-        if (outcome.status === 'rejected') throw outcome.reason;
-        return outcome.value;
-      } finally {
-        readers.pool.release(lease);
-      }
+      return readOnReaderSession(readers.pool, binding.startupParameters.role, binding, read);
     },
     isDistributed: isCitus,
     poolStats: () => {

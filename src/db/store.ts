@@ -82,9 +82,10 @@ export interface Store extends Queryable {
   queryInTransaction<T = Row>(text: string, params: readonly (string | null)[], options?: TransactionOptions): Promise<T[]>;
   /**
    * One read-only statement under a reader binding, its rows in `form`. Where sessions can hold
-   * the binding (a PostgreSQL server) it runs on a session of a pool of its own; elsewhere
-   * (PGlite's one shared session, Citus) in a transaction with the binding's settings, sent as
-   * queryInTransaction sends its statement; on Citus to the node holding the scope's shards.
+   * the binding (a PostgreSQL server; on Citus one university's read, on the node holding its
+   * shard) it runs on a session of a pool of its own; elsewhere (PGlite's one shared session, a
+   * consortium on Citus) in a transaction with the binding's settings, sent as queryInTransaction
+   * sends its statement; on Citus to the node holding the scope's shards.
    */
   readAsReader<F extends RowForm>(binding: ReaderBinding, form: F, text: string, params: readonly (string | null)[]): Promise<RowForms[F][]>;
   /**
