@@ -9,12 +9,13 @@
  *                      with the service's plan caching, or on Citus its executor pool and planning
  *                      (READ_FLOOR_PARAMETERS), sent where the service sends it (on Citus the
  *                      node holding the reader's shards);
- *   GET /scoped/<n>    the same statement under the service's role and scope: on PostgreSQL on
- *                      sessions opened with the service's reader parameters and the page's scope
- *                      (startup parameters, as the service's reader sessions), the statement
- *                      alone; on Citus in the transaction the service runs it in (SET LOCAL),
- *                      written with postgres.js's own transaction (`sql.begin`), the settings
- *                      and the statement pipelined.
+ *   GET /scoped/<n>    the same statement under the service's role and scope: where the service
+ *                      reads on reader sessions (PostgreSQL; on Citus one university's, on its
+ *                      node), on sessions opened with their parameters and the page's scope
+ *                      (startup parameters), the statement alone; else (a consortium on Citus)
+ *                      in the transaction the service runs it in (SET LOCAL), written with
+ *                      postgres.js's own transaction (`sql.begin`), the settings and the
+ *                      statement pipelined.
  *
  * Neither authenticates, counts requests, parses a query string nor plans: the floor is the
  * database's work and the bytes to the socket.

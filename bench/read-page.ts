@@ -6,7 +6,7 @@
  */
 import { CitusReadRoutes, PLACEMENTS_SQL, type Placement, nodeUrl, placementsParams } from '../src/db/citus-read-routes.ts';
 import { CITUS_PARTNER_SETTINGS, Database } from '../src/db/database.ts';
-import { CITUS_NODE_PARAMETERS } from '../src/db/postgres-store.ts';
+import { CITUS_NODE_PARAMETERS, nodeReaderParameters } from '../src/db/postgres-store.ts';
 import { DEFAULT_STATEMENT_TIMEOUT_MS } from '../src/db/store.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { planRead } from '../src/query/plan.ts';
@@ -31,8 +31,9 @@ export interface FloorPage {
   readonly text: string;
   readonly params: readonly string[];
   /**
-   * On PostgreSQL, the startup parameters of the service's reader sessions with the reader's
-   * scope among them (Database.partnerReader); on Citus, null: there the service reads in a
+   * The startup parameters of the service's reader sessions with the reader's scope among them:
+   * on PostgreSQL (Database.partnerReader), and on Citus for one university, as its node's reader
+   * sessions (nodeReaderParameters); null for a consortium on Citus, which the service reads in a
    * transaction that begins with `settings`.
    */
   readonly session: Readonly<Record<string, string>> | null;
@@ -87,7 +88,10 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
       const reader = readerOf.partnerReader(scope);
       if (server !== 'Citus') return { url: bench.url, ...statement, session: { ...reader.startupParameters, [reader.scope.setting]: reader.scope.value }, settings: reader.transaction.settings!, asRows };
       const node = await routes.nodeFor(reader.scope.value, scope.universityIds);
-      return { url: node ? nodeUrl(bench.url, node) : bench.url, ...statement, session: null, settings: reader.transaction.settings!, asRows };
+      if (!node) return { url: bench.url, ...statement, session: null, settings: reader.transaction.settings!, asRows };
+      // One university's read on a reader session of its node (src/db/postgres-store.ts readAsReader).
+      const session = scope.universityIds.length === 1 ? { ...nodeReaderParameters(reader.startupParameters), [reader.scope.setting]: reader.scope.value } : null;
+      return { url: nodeUrl(bench.url, node), ...statement, session, settings: reader.transaction.settings!, asRows };
     }));
     // The statement alone with the service's plan caching on PostgreSQL (its reader sessions'), and
     // on Citus with the executor pool its transactions set and the planning of its node sessions.
