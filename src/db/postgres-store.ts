@@ -28,8 +28,8 @@ export const CITUS_NODE_PARAMETERS: Readonly<Record<string, string>> = { plan_ca
  * The role of reader sessions on a Citus node (src/db/migrations/007_node_readers.sql): pds_app's
  * grants and policies, and no login. Holding role and scope as session state spares a read its
  * transaction (one university's cheap page on its node: 4,549–5,028/s against 3,590–4,421/s in
- * the read transaction, pgbench, 32 clients). A read that Citus would send to another node (its shard
- * moved since its route was looked up) must open a connection there as this role, which is
+ * the read transaction, pgbench, 32 clients). A read that Citus would send to another node (its
+ * shard moved since its route was looked up) must open a connection there as this role, which is
  * refused: the read fails (SHARD_ELSEWHERE) instead of running there without its scope, which
  * only the session holds, and answering no rows.
  */
