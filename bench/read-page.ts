@@ -6,7 +6,7 @@
  */
 import { CitusReadRoutes, PLACEMENTS_SQL, type Placement, nodeUrl, placementsParams } from '../src/db/citus-read-routes.ts';
 import { CITUS_PARTNER_SETTINGS, Database } from '../src/db/database.ts';
-import { CITUS_NODE_PARAMETERS, nodeReaderParameters } from '../src/db/postgres-store.ts';
+import { CITUS_NODE_PARAMETERS, nodeReaderParameters, readsOnNodeSession } from '../src/db/postgres-store.ts';
 import { DEFAULT_STATEMENT_TIMEOUT_MS } from '../src/db/store.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { planRead } from '../src/query/plan.ts';
@@ -90,7 +90,7 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
       const node = await routes.nodeFor(reader.scope.value, scope.universityIds);
       if (!node) return { url: bench.url, ...statement, session: null, settings: reader.transaction.settings!, asRows };
       // One university's read on a reader session of its node (src/db/postgres-store.ts readAsReader).
-      const session = scope.universityIds.length === 1 ? { ...nodeReaderParameters(reader.startupParameters), [reader.scope.setting]: reader.scope.value } : null;
+      const session = readsOnNodeSession(scope.universityIds) ? { ...nodeReaderParameters(reader.startupParameters), [reader.scope.setting]: reader.scope.value } : null;
       return { url: nodeUrl(bench.url, node), ...statement, session, settings: reader.transaction.settings!, asRows };
     }));
     // The statement alone with the service's plan caching on PostgreSQL (its reader sessions'), and

@@ -39,6 +39,9 @@ export const NODE_READER_ROLE = 'pds_reader';
 export const nodeReaderParameters = (readerParameters: Readonly<Record<string, string>>): Readonly<Record<string, string>> =>
   ({ ...readerParameters, role: NODE_READER_ROLE, ...CITUS_NODE_PARAMETERS });
 
+/** Whether a read of these universities on Citus runs on a reader session of their node (readAsReader): one university's. */
+export const readsOnNodeSession = (universityIds: readonly string[]): boolean => universityIds.length === 1;
+
 /** connection_failure, from the node: it could not reach another node as NODE_READER_ROLE. */
 const SHARD_ELSEWHERE = '08006';
 
@@ -53,8 +56,8 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
   const limits = { maxConnections, ...timeouts };
   const pool = new SessionPool(url, limits);
   // On Citus, the pools of each node that partner reads were sent to (src/db/citus-read-routes.ts),
-  // one per set of startup parameters (read transactions, reader sessions), opened on first use.
-  const nodePools = new Map<string, SessionPool>();
+  // by host and port: for read transactions, and reader sessions; opened on first use.
+  const nodePools = { transactions: new Map<string, SessionPool>(), readers: new Map<string, SessionPool>() };
   // Partner reads' sessions, opened with the reader's startup parameters on first use (readAsReader).
   let readers: { pool: SessionPool; parameters: ReaderBinding['startupParameters'] } | null = null;
   let closed = false;
@@ -101,17 +104,18 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     }
   };
   const routes = new CitusReadRoutes((universityIds) => once((tx) => tx.query<Placement>(PLACEMENTS_SQL, placementsParams(universityIds))));
-  const poolOn = (node: ClusterNode | null, parameters: Readonly<Record<string, string>> = CITUS_NODE_PARAMETERS): SessionPool => {
-    if (!node) return pool;
-    const key = `${node.host}:${node.port} ${JSON.stringify(parameters)}`;
-    let nodePool = nodePools.get(key);
-    if (!nodePool) {
+  // `parameters` are asked for only when the node's pool is opened.
+  const nodePool = (kind: keyof typeof nodePools, node: ClusterNode, parameters: () => Readonly<Record<string, string>>): SessionPool => {
+    const key = `${node.host}:${node.port}`;
+    let opened = nodePools[kind].get(key);
+    if (!opened) {
       if (closed) throw shuttingDown();
-      nodePool = new SessionPool(nodeUrl(url, node), limits, parameters);
-      nodePools.set(key, nodePool);
+      opened = new SessionPool(nodeUrl(url, node), limits, parameters());
+      nodePools[kind].set(key, opened);
     }
-    return nodePool;
+    return opened;
   };
+  const transactionsOn = (node: ClusterNode | null): SessionPool => (node ? nodePool('transactions', node, () => CITUS_NODE_PARAMETERS) : pool);
   /**
    * A read on a reader session of `on`, which holds the role and the scope as session state. A
    * read whose scope is its session's is its statement alone; a session whose scope differs gets
@@ -190,14 +194,15 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       const read = (tx: Queryable) => sendStatement(tx, form, text, params);
       if (await isCitus()) {
         const node = options.citusReadNodes === false ? null : await routes.nodeFor(binding.scope.value, binding.universityIds);
-        if (node && binding.universityIds.length === 1 && options.readerSessions !== false) {
+        if (node && readsOnNodeSession(binding.universityIds) && options.readerSessions !== false) {
+          const sessions = nodePool('readers', node, () => nodeReaderParameters(binding.startupParameters));
           try {
-            return await readOnReaderSession(poolOn(node, nodeReaderParameters(binding.startupParameters)), NODE_READER_ROLE, binding, read);
+            return await readOnReaderSession(sessions, NODE_READER_ROLE, binding, read);
           } catch (error) {
             if ((error as { code?: unknown }).code !== SHARD_ELSEWHERE) throw error;
           }
         }
-        return readInTransaction(poolOn(node), read, binding.transaction);
+        return readInTransaction(transactionsOn(node), read, binding.transaction);
       }
       if (options.readerSessions === false) return readInTransaction(pool, read, binding.transaction);
       if (closed) throw shuttingDown();
@@ -207,12 +212,12 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     },
     isDistributed: isCitus,
     poolStats: () => {
-      const all = [pool, ...(readers ? [readers.pool] : []), ...nodePools.values()].map((each) => each.stats());
+      const all = [pool, ...(readers ? [readers.pool] : []), ...nodePools.transactions.values(), ...nodePools.readers.values()].map((each) => each.stats());
       return { inUse: all.reduce((sum, stats) => sum + stats.inUse, 0), waiting: all.reduce((sum, stats) => sum + stats.waiting, 0) };
     },
     close: async () => {
       closed = true;
-      await Promise.all([pool.close(), readers?.pool.close(), ...[...nodePools.values()].map((nodePool) => nodePool.close())]);
+      await Promise.all([pool.close(), readers?.pool.close(), ...[...nodePools.transactions.values(), ...nodePools.readers.values()].map((each) => each.close())]);
     },
   };
 }
