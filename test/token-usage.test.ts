@@ -124,8 +124,32 @@ for (const backend of storeBackends()) {
   });
 }
 
+/** A token's row as the lookup reads it (src/domain/tokens.ts). */
+const row = { id: '7d1c3c8e-2b8a-4a4e-9a3e-0c1d2e3f4a5b', university_id: '0e5f2c1a-3b4d-4e6f-8a9b-1c2d3e4f5a6b', consortium_id: null, can_write: false, expires_at_ms: null, university_ids: ['0e5f2c1a-3b4d-4e6f-8a9b-1c2d3e4f5a6b'] };
+
+describe('token lookups', () => {
+  test("the requests that find a token's entry expired together share one lookup", async () => {
+    const clock = { now: Date.now() };
+    let lookups = 0;
+    const db = {
+      asOperator: async <T>(fn: (tx: Queryable) => Promise<T>) => {
+        lookups += 1;
+        return fn({ query: async () => [row] } as unknown as Queryable);
+      },
+    } as unknown as Database;
+    const instance = new TokenAuthenticator(db, { now: () => clock.now });
+    const together = () => Promise.all(Array.from({ length: 8 }, () => instance.authenticate('pds_any-token')));
+    assert.deepEqual((await together()).map((principal) => principal?.tokenId), Array(8).fill(row.id));
+    assert.equal(lookups, 1);
+    await together();
+    assert.equal(lookups, 1);
+    clock.now += TokenAuthenticator.CACHE_MS + 1;
+    assert.deepEqual((await together()).map((principal) => principal?.tokenId), Array(8).fill(row.id));
+    assert.equal(lookups, 2);
+  });
+});
+
 describe('recording a use never fails or holds up the request', () => {
-  const row = { id: '7d1c3c8e-2b8a-4a4e-9a3e-0c1d2e3f4a5b', university_id: '0e5f2c1a-3b4d-4e6f-8a9b-1c2d3e4f5a6b', consortium_id: null, can_write: false, expires_at_ms: null, university_ids: ['0e5f2c1a-3b4d-4e6f-8a9b-1c2d3e4f5a6b'] };
   /** A store that finds the token and then fails or hangs on the write. */
   const storeWhoseWrites = (write: () => Promise<never>): Database => ({
     asOperator: <T>(fn: (tx: Queryable) => Promise<T>) => fn({

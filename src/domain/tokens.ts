@@ -136,6 +136,8 @@ export class TokenAuthenticator {
   /** Past this many tokens noted as used, the notes older than the interval are dropped. */
   static readonly MAX_USAGE_NOTES = 10_000;
   private readonly cache = new Map<string, CachedPrincipal>();
+  /** Lookups under way, by hash (loadOnce). */
+  private readonly loading = new Map<string, Promise<CachedPrincipal | null>>();
   /** Hash → until when it is known to match no active token. */
   private readonly unknown = new Map<string, number>();
   /** Token id → when this instance last wrote its last_used_at. */
@@ -156,7 +158,7 @@ export class TokenAuthenticator {
     let entry = this.cache.get(hash) ?? null;
     if (!entry || entry.cachedUntilMs < now) {
       if ((this.unknown.get(hash) ?? 0) >= now) return null;
-      entry = await this.load(hash, now);
+      entry = await this.loadOnce(hash, now);
       if (!entry) {
         this.cache.delete(hash);
         this.rememberUnknown(hash, now);
@@ -213,6 +215,20 @@ export class TokenAuthenticator {
   /** Drops the token from the cache, so a revocation or a new expiry applies to the next request. */
   forget(tokenId: string): void {
     for (const [hash, entry] of this.cache) if (entry.principal.tokenId === tokenId) this.cache.delete(hash);
+  }
+
+  /**
+   * One lookup per hash at a time: the requests that find a token's entry expired together
+   * share it. Each used to look it up itself, so every CACHE_MS a busy token sent as many lookups
+   * as it had requests in flight (32 at once at 32 connections, on a pool of 10).
+   */
+  private loadOnce(hash: string, now: number): Promise<CachedPrincipal | null> {
+    let pending = this.loading.get(hash);
+    if (!pending) {
+      pending = this.load(hash, now).finally(() => this.loading.delete(hash));
+      this.loading.set(hash, pending);
+    }
+    return pending;
   }
 
   private async load(hash: string, now: number): Promise<CachedPrincipal | null> {
