@@ -65,6 +65,8 @@ export class Database {
    * bench/read-page.ts data).
    */
   private readonly readerParameters: Readonly<Record<string, string>>;
+  /** Reader bindings by scope (partnerReader); weak, so a binding goes with its scope. */
+  private readonly readers = new WeakMap<Scope, ReaderBinding>();
 
   constructor(readonly store: Store, readonly statementTimeoutMs: number) {
     this.readerParameters = {
@@ -89,14 +91,23 @@ export class Database {
     return this.store.readAsReader(this.partnerReader(scope), 'columns', text, params);
   }
 
-  /** A partner's role and scope as a reader binding: as session state, and as a read-only transaction's settings. */
+  /**
+   * A partner's role and scope as a reader binding: as session state, and as a read-only
+   * transaction's settings. Made once per scope object: a token's principal is one object while
+   * it is cached (src/domain/tokens.ts), and every read of it needs the same binding.
+   */
   partnerReader(scope: Scope): ReaderBinding {
-    return {
-      startupParameters: this.readerParameters,
-      scope: { setting: SCOPE_SETTING, value: scopeSetting(scope) },
-      transaction: { readOnly: true, settings: this.partnerSettings(scope) },
-      universityIds: scope.universityIds,
-    };
+    let reader = this.readers.get(scope);
+    if (!reader) {
+      reader = {
+        startupParameters: this.readerParameters,
+        scope: { setting: SCOPE_SETTING, value: scopeSetting(scope) },
+        transaction: { readOnly: true, settings: this.partnerSettings(scope) },
+        universityIds: scope.universityIds,
+      };
+      this.readers.set(scope, reader);
+    }
+    return reader;
   }
 
   asOperator<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {

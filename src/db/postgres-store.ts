@@ -207,7 +207,7 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       if (options.readerSessions === false) return readInTransaction(pool, read, binding.transaction);
       if (closed) throw shuttingDown();
       readers ??= { parameters: binding.startupParameters, pool: new SessionPool(url, limits, binding.startupParameters) };
-      if (!isDeepStrictEqual(readers.parameters, binding.startupParameters)) throw new Error('A store opens its reader sessions with one set of startup parameters.');
+      if (readers.parameters !== binding.startupParameters && !isDeepStrictEqual(readers.parameters, binding.startupParameters)) throw new Error('A store opens its reader sessions with one set of startup parameters.');
       return readOnReaderSession(readers.pool, binding.startupParameters.role, binding, read);
     },
     isDistributed: isCitus,

@@ -13,7 +13,8 @@ import { LIMITS } from '../limits.ts';
 import type { ReadMediaType } from './media-types.ts';
 import type { ReadPlan } from './plan.ts';
 import {
-  PAGE_CURSOR, type Tenants, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageRowsStatement, buildPageStatement, buildPlannedCountStatement,
+  PAGE_CURSOR, type Statement, type Tenants, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageRowsStatement, buildPageStatement,
+  buildPlannedCountStatement,
 } from './sql.ts';
 
 /** Pages up to this many rows are sent whole as one body; larger ones are streamed. */
@@ -144,6 +145,24 @@ const bytesOf = (column: unknown): Buffer =>
 const numberOf = (column: unknown): number => Number(column instanceof Uint8Array ? bytesOf(column).toString() : column);
 
 /**
+ * Whole pages' statements by plan, tenants and form. A plan is one object per distinct request
+ * (src/query/read-plans.ts) and the tenants one array per principal while its token is cached
+ * (src/domain/tokens.ts), so a repeated page reuses its statement instead of building its text
+ * and parameters again. The keys are weak: an entry goes with its plan or its principal.
+ */
+const wholePageStatements = new WeakMap<ReadPlan, WeakMap<Tenants, Map<string, Statement>>>();
+
+function wholePageStatement(plan: ReadPlan, tenants: Tenants, form: string, build: () => Statement): Statement {
+  let byTenants = wholePageStatements.get(plan);
+  if (!byTenants) wholePageStatements.set(plan, byTenants = new WeakMap());
+  let byForm = byTenants.get(tenants);
+  if (!byForm) byTenants.set(tenants, byForm = new Map());
+  let statement = byForm.get(form);
+  if (!statement) byForm.set(form, statement = build());
+  return statement;
+}
+
+/**
  * A page sent whole. An exact total is counted in the page's own statement, so without an
  * estimated total the read is one statement, and its transaction one round trip. A JSON page
  * without a total may come as one row per object (sentAsRows), put in its array here. The body
@@ -154,13 +173,14 @@ async function readWhole(db: Database, scope: Scope, plan: ReadPlan, options: Re
   const tenants = scope.universityIds;
   // HEAD counts the page's rows without building their JSON (below).
   if (!options.head && sentAsRows(plan, tenants, await db.store.isDistributed())) {
-    const statement = buildPageRowsStatement(plan, tenants);
+    const statement = wholePageStatement(plan, tenants, 'rows', () => buildPageRowsStatement(plan, tenants));
     const rows = await db.readAsPartner(scope, statement.text, statement.params);
     const parts = rows.flatMap(([row], i) => (i === 0 ? [bytesOf(row)] : [JSON_AGG_SEPARATOR, bytesOf(row)]));
     return { rows: rows.length, total: null, body: Buffer.concat([JSON_ARRAY_OPEN, ...parts, JSON_ARRAY_CLOSE]) };
   }
   const exactCount = countsExactly(plan, options);
-  const statement = buildPageStatement(plan, tenants, { exactCount, body: !options.head });
+  const body = !options.head;
+  const statement = wholePageStatement(plan, tenants, `page ${exactCount} ${body}`, () => buildPageStatement(plan, tenants, { exactCount, body }));
   // The statement's columns in buildPageStatement's order: total, page_total, body.
   const resultOf = ([total, pageTotal, body]: unknown[], estimated: number | null): ReadResult =>
     ({ rows: numberOf(pageTotal), total: exactCount ? numberOf(total) : estimated, body: options.head || body === null ? null : bytesOf(body) });
