@@ -83,7 +83,7 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
     const routes = new CitusReadRoutes((ids) => bench.store.query<Placement>(PLACEMENTS_SQL, placementsParams(ids)));
     const floorPages: FloorPage[] = await Promise.all(READ_PAGES.map(async (page, i) => {
       const scope = readers[page.reader];
-      const asRows = sentAsRows(plans[i], scope.universityIds, server === 'Citus');
+      const asRows = sentAsRows(plans[i], server === 'Citus');
       const statement = asRows ? buildPageRowsStatement(plans[i], scope.universityIds) : buildPageStatement(plans[i], scope.universityIds, { exactCount: false, body: true });
       const reader = readerOf.partnerReader(scope);
       if (server !== 'Citus') return { url: bench.url, ...statement, session: { ...reader.startupParameters, [reader.scope.setting]: reader.scope.value }, settings: reader.transaction.settings!, asRows };

@@ -1,9 +1,9 @@
 /**
  * A page sent whole goes out as the bytes PostgreSQL wrote (src/query/execute.ts, readWhole):
  * text outside ASCII arrives intact with a Content-Length of its bytes, in JSON and CSV; a
- * consortium's page, put in its array by the service from one row per object, reads byte for
- * byte as the page PostgreSQL aggregates for the same request with a count; its HEAD counts
- * the same rows.
+ * consortium's page, on Citus put in its array by the service from one row per object
+ * (src/query/execute.ts sentAsRows), reads byte for byte as the page PostgreSQL aggregates for
+ * the same request with a count; its HEAD counts the same rows.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -120,21 +120,24 @@ const JSON_AGG_SEPARATOR = Buffer.from(', ');
 const [JSON_ARRAY_OPEN, JSON_ARRAY_CLOSE] = [Buffer.from('['), Buffer.from(']')];
 
 /**
- * Whether a page comes as one row per object (buildPageRowsStatement): a JSON page without a
- * total, from its first row, over several universities, or over one on Citus. There that
- * statement over one university reads one table with nothing around it, which Citus plans on its
- * fast path; the aggregating statement's CTE goes through its router planner (one university's
- * cheap page on the node holding its shard: 3,234/s aggregated, 4,558/s as rows, pgbench as in
- * ReadPlan.relation). Over several universities it runs on each shard with no subplan. On
- * PostgreSQL one university's page stays one aggregated row: both statements run alike there, and
- * receiving 100 rows cost postgres.js 70 µs of CPU per page against 37 µs for one (the service
- * served 12–15 % fewer pages). With an offset the rows statement would build the JSON of every
- * row it skips (the select list is computed below the OFFSET): a consortium's page at offset
- * 90,000 then answered nothing within the statement timeout at 32 connections, where the
+ * Whether a page comes as one row per object (buildPageRowsStatement): on Citus, a JSON page
+ * without a total, from its first row. There that statement over one university reads one table
+ * with nothing around it, which Citus plans on its fast path; the aggregating statement's CTE
+ * goes through its router planner (one university's cheap page on the node holding its shard:
+ * 3,234/s aggregated, 4,558/s as rows, pgbench as in ReadPlan.relation). Over several
+ * universities it runs on each shard with no subplan. Elsewhere a page is one aggregated row:
+ * PostgreSQL spends about the same on either statement (a consortium's cheap page by pgbench,
+ * 7,400–8,100/s aggregated, 7,900–9,000/s as rows), and receiving 100 rows costs the service far
+ * more than receiving one: one university's page cost postgres.js 70 µs of CPU against 37 µs (the
+ * service served 12–15 % fewer pages as rows), and a consortium's page took the service 305–503 µs
+ * of CPU as rows against 220–309 µs aggregated (2,328–2,730/s against 1,573–2,331/s, five
+ * interleaved rounds). With an offset the rows statement would build the JSON of every row it
+ * skips (the select list is computed below the OFFSET): a consortium's page at offset 90,000,
+ * sent as rows, answered nothing within the statement timeout at 32 connections, where the
  * aggregated statement, which builds the JSON of the page's rows only, had answered.
  */
-export function sentAsRows(plan: ReadPlan, tenants: Tenants, distributed: boolean): boolean {
-  return plan.count === null && plan.mediaType === 'json' && plan.page.offset === 0 && (tenants.length > 1 || distributed);
+export function sentAsRows(plan: ReadPlan, distributed: boolean): boolean {
+  return distributed && plan.count === null && plan.mediaType === 'json' && plan.page.offset === 0;
 }
 
 /** A column as bytes: as the driver handed them over, or its text encoded. */
@@ -172,7 +175,7 @@ function wholePageStatement(plan: ReadPlan, tenants: Tenants, form: string, buil
 async function readWhole(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
   const tenants = scope.universityIds;
   // HEAD counts the page's rows without building their JSON (below).
-  if (!options.head && sentAsRows(plan, tenants, await db.store.isDistributed())) {
+  if (!options.head && sentAsRows(plan, await db.store.isDistributed())) {
     const statement = wholePageStatement(plan, tenants, 'rows', () => buildPageRowsStatement(plan, tenants));
     const rows = await db.readAsPartner(scope, statement.text, statement.params);
     const parts = rows.flatMap(([row], i) => (i === 0 ? [bytesOf(row)] : [JSON_AGG_SEPARATOR, bytesOf(row)]));
