@@ -86,11 +86,12 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
       const asRows = sentAsRows(plans[i], server === 'Citus');
       const statement = asRows ? buildPageRowsStatement(plans[i], scope.universityIds) : buildPageStatement(plans[i], scope.universityIds, { exactCount: false, body: true });
       const reader = readerOf.partnerReader(scope);
-      if (server !== 'Citus') return { url: bench.url, ...statement, session: { ...reader.startupParameters, [reader.scope.setting]: reader.scope.value }, settings: reader.transaction.settings!, asRows };
+      const withScope = (parameters: Readonly<Record<string, string>>) => ({ ...parameters, [reader.scope.setting]: reader.scope.value });
+      if (server !== 'Citus') return { url: bench.url, ...statement, session: withScope(reader.startupParameters), settings: reader.transaction.settings!, asRows };
       const node = await routes.nodeFor(reader.scope.value, scope.universityIds);
       if (!node) return { url: bench.url, ...statement, session: null, settings: reader.transaction.settings!, asRows };
       // One university's read on a reader session of its node (src/db/postgres-store.ts readAsReader).
-      const session = readsOnNodeSession(scope.universityIds) ? { ...nodeReaderParameters(reader.startupParameters), [reader.scope.setting]: reader.scope.value } : null;
+      const session = readsOnNodeSession(scope.universityIds) ? withScope(nodeReaderParameters(reader.startupParameters)) : null;
       return { url: nodeUrl(bench.url, node), ...statement, session, settings: reader.transaction.settings!, asRows };
     }));
     // The statement alone with the service's plan caching on PostgreSQL (its reader sessions'), and

@@ -115,6 +115,9 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     }
     return opened;
   };
+  /** Every pool opened so far: the store's own, its reader sessions', and each node's. */
+  const openPools = (): SessionPool[] =>
+    [pool, ...(readers ? [readers.pool] : []), ...nodePools.transactions.values(), ...nodePools.readers.values()];
   const transactionsOn = (node: ClusterNode | null): SessionPool => (node ? nodePool('transactions', node, () => CITUS_NODE_PARAMETERS) : pool);
   /**
    * A read on a reader session of `on`, which holds the role and the scope as session state. A
@@ -212,12 +215,12 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     },
     isDistributed: isCitus,
     poolStats: () => {
-      const all = [pool, ...(readers ? [readers.pool] : []), ...nodePools.transactions.values(), ...nodePools.readers.values()].map((each) => each.stats());
+      const all = openPools().map((each) => each.stats());
       return { inUse: all.reduce((sum, stats) => sum + stats.inUse, 0), waiting: all.reduce((sum, stats) => sum + stats.waiting, 0) };
     },
     close: async () => {
       closed = true;
-      await Promise.all([pool.close(), readers?.pool.close(), ...[...nodePools.transactions.values(), ...nodePools.readers.values()].map((each) => each.close())]);
+      await Promise.all(openPools().map((each) => each.close()));
     },
   };
 }
