@@ -94,6 +94,14 @@ describe('CORS, any origin', () => {
     assert.equal(response.status, 401);
   });
 
+  test('a request without Origin is not a browser\'s cross-origin call: no CORS headers, as PostgREST answers it; Vary: Origin stays', async () => {
+    for (const response of [await h.get('/v1/cohorts?select=id', token), await h.get('/v1/nope', token), await h.get('/v1/students', null)]) {
+      assert.equal(response.headers['access-control-allow-origin'], undefined, `${response.status} ${response.body}`);
+      assert.equal(response.headers['access-control-expose-headers'], undefined);
+      assert.ok(listOf(response.headers.vary).includes('origin'), String(response.headers.vary));
+    }
+  });
+
   test('the operator API and the health checks are not for browsers: no CORS headers, no preflight', async () => {
     const [student] = await h.sql<{ id: string }>('select id from students limit 1');
     const read = await h.request({ method: 'GET', url: `/admin/v1/students/${student.id}/alumni-history`, headers: { origin: ORIGIN, authorization: `Bearer ${ADMIN_KEY}` } });

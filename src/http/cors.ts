@@ -3,8 +3,11 @@
  * any origin (`Access-Control-Allow-Origin: *`) unless PDS_CORS_ORIGINS lists the exact origins
  * allowed, never credentials (the bearer token travels in Authorization, not in cookies), every
  * request header a preflight asks for, and the preflight answered 204 without a token. The headers are set in the first onRequest hook, so
- * every answer, errors (401, 404, 405, 429, 5xx) included, carries them and a browser can read
- * it. The operator API and the health checks are not for browsers and get none.
+ * every answer to a browser, errors (401, 404, 405, 429, 5xx) included, carries them and the
+ * browser can read it. A request without `Origin` is not a cross-origin call: like PostgREST
+ * (wai-cors, which passes such a request through), the service answers it without them, which
+ * spares every server-to-server answer about 200 bytes of headers. The operator API and the
+ * health checks are not for browsers and get none.
  */
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -49,7 +52,7 @@ export const corsPolicy = fp(async (app: FastifyInstance, settings: { origins: r
   };
   await app.register(cors, {
     hook: 'onRequest',
-    delegator: (request, callback) => callback(null, isPartnerApi(request)
+    delegator: (request, callback) => callback(null, request.headers.origin !== undefined && isPartnerApi(request)
       ? { ...policy, preflight: isPreflight(request) }
       : { origin: false }),
   });
