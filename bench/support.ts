@@ -95,15 +95,57 @@ export async function startProgram(script: string, port: number, banner: string,
   };
 }
 
-export async function httpLoad(options: { url: string; method?: 'GET' | 'PUT' | 'PATCH' | 'POST'; headers?: Record<string, string>; body?: string; connections?: number; seconds?: number }): Promise<Throughput> {
-  const run = (duration: number) => autocannon({
+export interface HttpLoad {
+  url: string;
+  method?: 'GET' | 'PUT' | 'PATCH' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  connections?: number;
+  seconds?: number;
+}
+
+async function loadFor(options: HttpLoad, seconds: number): Promise<Throughput> {
+  const result = await autocannon({
     url: options.url, method: options.method ?? 'GET', headers: options.headers, body: options.body,
-    connections: options.connections ?? CONCURRENCY, duration,
+    connections: options.connections ?? CONCURRENCY, duration: seconds,
   });
-  await run(2);
-  const result = await run(options.seconds ?? DURATION_S);
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx answers, ${result.errors} errors from ${options.url}`);
-  return { perSecond: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, count: result.requests.total };
+  return { perSecond: result.requests.total / result.duration, p50Ms: result.latency.p50, p99Ms: result.latency.p99, count: result.requests.total };
+}
+
+const WARM_UP_S = 2;
+
+export async function httpLoad(options: HttpLoad): Promise<Throughput> {
+  await loadFor(options, WARM_UP_S);
+  return loadFor(options, options.seconds ?? DURATION_S);
+}
+
+/** Rounds of interleaved loads: enough that a drift of the shared machine meets every load alike. */
+export const LOAD_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+
+/**
+ * The loads by name, compared in one run: each warmed up once, then LOAD_ROUNDS rounds in which
+ * each runs DURATION_S / LOAD_ROUNDS seconds in turn, the order turned by one each round, so
+ * that none always follows the same one. Throughput is the requests over the time of all rounds;
+ * p50 and p99 are the medians of the rounds'.
+ */
+export async function interleavedLoads<K extends string>(loads: Readonly<Record<K, HttpLoad>>): Promise<Record<K, Throughput>> {
+  const names = Object.keys(loads) as K[];
+  for (const name of names) await loadFor(loads[name], WARM_UP_S);
+  const rounds = new Map<K, Throughput[]>(names.map((name) => [name, []]));
+  for (let round = 0; round < LOAD_ROUNDS; round++) {
+    for (const [i] of names.entries()) {
+      const name = names[(i + round) % names.length];
+      rounds.get(name)!.push(await loadFor(loads[name], DURATION_S / LOAD_ROUNDS));
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  return Object.fromEntries(names.map((name) => {
+    const each = rounds.get(name)!;
+    const count = each.reduce((sum, t) => sum + t.count, 0);
+    const seconds = each.reduce((sum, t) => sum + t.count / t.perSecond, 0);
+    return [name, { perSecond: count / seconds, p50Ms: median(each.map((t) => t.p50Ms)), p99Ms: median(each.map((t) => t.p99Ms)), count }];
+  })) as Record<K, Throughput>;
 }
 
 /** Runs `operation` from `concurrency` loops for `seconds`, timing each call. */
