@@ -72,7 +72,7 @@ export const SETTINGS = {
   trustProxy: optional('PDS_TRUST_PROXY', 'the load balancers\' addresses or CIDR ranges, comma-separated: their `X-Forwarded-For` names the source IP the limits count; unset, the TCP peer is the source'),
   readLimitPerMin: integer('PDS_READ_LIMIT_PER_MIN', 600, 'list requests per minute per source IP'),
   writeLimitPerMin: integer('PDS_WRITE_LIMIT_PER_MIN', 60, 'write requests per minute per token'),
-  authFailureLimitPerMin: integer('PDS_AUTH_FAILURE_LIMIT_PER_MIN', 30, 'failed authentications (token, operator or metrics key) per minute per source IP; then 429 before any lookup'),
+  authFailureLimitPerMin: integer('PDS_AUTH_FAILURE_LIMIT_PER_MIN', 600, 'failed authentications (token, operator or metrics key) per minute per source IP; then 429 before any lookup'),
   demo: { env: 'PDS_DEMO', shown: 'on', meaning: 'a new embedded store gets demo data; `0` skips', read: (raw: string | undefined) => raw !== '0' } satisfies Setting<boolean>,
   logLevel: text('LOG_LEVEL', 'info', 'pino log level; logs are JSON lines on standard output, one `request completed` line per request at `info`'),
   statementTimeoutMs: integer('PDS_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 'statement time, enforced by PostgreSQL (503 `QUERY_TIMEOUT`); PGlite cannot interrupt a query'),

@@ -122,6 +122,22 @@ describe('answers below the routes have the documented error body', () => {
   });
 });
 
+describe('failed authentication at the default limit', () => {
+  let h: Harness;
+  before(async () => {
+    h = await Harness.start('pglite', { demoStudents: 3 });
+  });
+  after(() => h.close());
+
+  test('a client checking its refusals meets 401 every time, and its next valid request is served', async () => {
+    for (let i = 0; i < 60; i++) {
+      const response = await h.get(`/v1/${i % 2 === 0 ? 'students' : 'cohorts'}`, i % 3 === 0 ? null : `pds_${randomBytes(32).toString('base64url')}`);
+      assertErrorBody(response, 401, 'UNAUTHORIZED');
+    }
+    assert.equal((await h.get('/v1/students', h.demo!.universities[0].read_token)).status, 200);
+  });
+});
+
 describe('failed authentication', () => {
   let h: Harness;
   let lookups = 0;
