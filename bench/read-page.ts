@@ -90,12 +90,13 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
       const statement = asRows ? buildPageRowsStatement(plans[i], scope.universityIds) : buildPageStatement(plans[i], scope.universityIds, { exactCount: false, body: true });
       const reader = readerOf.partnerReader(scope);
       const withScope = (parameters: Readonly<Record<string, string>>) => ({ ...parameters, [reader.scope.setting]: reader.scope.value });
-      if (server !== 'Citus') return { url: bench.url, ...statement, session: withScope(reader.startupParameters), settings: reader.transaction.settings!, asRows };
+      const read = { ...statement, settings: reader.transaction.settings!, asRows };
+      if (server !== 'Citus') return { url: bench.url, ...read, session: withScope(reader.startupParameters) };
       const node = await routes.nodeFor(reader.scope.value, scope.universityIds);
-      if (!node) return { url: bench.url, ...statement, session: null, settings: reader.transaction.settings!, asRows };
+      if (!node) return { url: bench.url, ...read, session: null };
       // One university's read on a reader session of its node (src/db/postgres-store.ts readAsReader).
       const session = readsOnNodeSession(scope.universityIds) ? withScope(nodeReaderParameters(reader.startupParameters)) : null;
-      return { url: nodeUrl(bench.url, node), ...statement, session, settings: reader.transaction.settings!, asRows };
+      return { url: nodeUrl(bench.url, node), ...read, session };
     }));
     // The statement alone with the service's plan caching on PostgreSQL (its reader sessions'), and
     // on Citus with the executor pool its transactions set and the planning of its node sessions.

@@ -134,7 +134,7 @@ export async function interleavedLoads<K extends string>(loads: Readonly<Record<
   for (const name of names) await loadFor(loads[name], WARM_UP_S);
   const rounds = new Map<K, Throughput[]>(names.map((name) => [name, []]));
   for (let round = 0; round < LOAD_ROUNDS; round++) {
-    for (const [i] of names.entries()) {
+    for (let i = 0; i < names.length; i++) {
       const name = names[(i + round) % names.length];
       rounds.get(name)!.push(await loadFor(loads[name], DURATION_S / LOAD_ROUNDS));
     }

@@ -79,8 +79,9 @@ export class Database {
     };
   }
 
+  /** The settings are the scope's reader binding's (partnerReader), made once per scope object. */
   asPartner<T>(scope: Scope, fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return this.store.transaction(fn, { ...options, settings: this.partnerSettings(scope) });
+    return this.store.transaction(fn, { ...options, settings: this.partnerReader(scope).transaction.settings });
   }
 
   /**
