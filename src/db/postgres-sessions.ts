@@ -7,7 +7,7 @@ import net from 'node:net';
 import postgres from 'postgres';
 import { parseArrayLiteral } from './array-literal.ts';
 import { Pool, TimeoutError } from 'tarn';
-import { type PoolStats, type Queryable, type StoreTimeouts, StoreUnavailableError } from './store.ts';
+import { type PoolStats, type Queryable, type RowForm, type RowForms, type StoreTimeouts, StoreUnavailableError } from './store.ts';
 
 const arrayOf = (parse: (element: string) => unknown) => (literal: string) =>
   (parseArrayLiteral(literal) ?? []).map((element) => (element === null ? null : parse(element)));
@@ -166,16 +166,33 @@ export class Lease {
     });
   }
 
+  /**
+   * One prepared statement for its rows in `form`, sent at once (before the first await, so
+   * statements keep their order in the pipeline). A reader's read on a session that already holds
+   * its scope is this call alone (readOnReaderSession in src/db/postgres-store.ts). Through
+   * `queryable()` and a callback, as before, the service spent 116 µs of CPU per cheap page
+   * against 88 µs this way (two builds side by side, five interleaved rounds at 32 connections);
+   * which of those layers' promises and closures cost that under load was not isolated.
+   */
+  async send<F extends RowForm>(form: F, text: string, params: readonly (string | null)[] = []): Promise<RowForms[F][]> {
+    if (this.ended) throw new StoreUnavailableError('CONNECTION_ENDED', 'The transaction has ended.');
+    const statement = this.session.sql.unsafe(text, params as (string | null)[], { prepare: true });
+    if (this.pending++ === 0) this.startClock();
+    try {
+      return await this.session.run<RowForms[F][]>(form === 'columns' ? statement.raw() : statement);
+    } finally {
+      if (--this.pending === 0) this.stopClock();
+    }
+  }
+
   queryable(): Queryable {
     const { sql } = this.session;
     return {
-      query: <T>(text: string, params: readonly (string | null)[] = []) =>
-        this.run<T[]>(() => sql.unsafe(text, params as (string | null)[], { prepare: true })),
+      query: <T>(text: string, params?: readonly (string | null)[]) => this.send('objects', text, params) as Promise<T[]>,
       exec: async (text: string) => {
         await this.run(() => sql.unsafe(text));
       },
-      queryColumns: (text: string, params: readonly (string | null)[] = []) =>
-        this.run<unknown[][]>(() => sql.unsafe(text, params as (string | null)[], { prepare: true }).raw()),
+      queryColumns: (text: string, params?: readonly (string | null)[]) => this.send('columns', text, params),
     };
   }
 

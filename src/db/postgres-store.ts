@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { CitusReadRoutes, type ClusterNode, PLACEMENTS_SQL, type Placement, nodeUrl, placementsParams } from './citus-read-routes.ts';
 import { SessionPool, rollBack, shuttingDown } from './postgres-sessions.ts';
 import {
-  type Queryable, type ReaderBinding, type RowForm, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
+  type Queryable, type ReaderBinding, type RowForm, type RowForms, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
   sendStatement,
 } from './store.ts';
 
@@ -45,6 +45,13 @@ export const readsOnNodeSession = (universityIds: readonly string[]): boolean =>
 /** connection_failure, from the node: it could not reach another node as NODE_READER_ROLE. */
 const SHARD_ELSEWHERE = '08006';
 
+/** A reader's statement and the form its rows come back in. */
+interface ReaderStatement<F extends RowForm> {
+  readonly form: F;
+  readonly text: string;
+  readonly params: readonly (string | null)[];
+}
+
 export interface PostgresStoreOptions {
   /** Partner reads on reader sessions (PDS_READER_SESSIONS); on by default. */
   readonly readerSessions?: boolean;
@@ -62,6 +69,8 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
   let readers: { pool: SessionPool; parameters: ReaderBinding['startupParameters'] } | null = null;
   let closed = false;
   let citus: Promise<boolean> | null = null;
+  // The answer once known, so that a read does not wait a turn of the event loop for it.
+  let distributed: boolean | null = null;
   const once = async <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> => {
     const lease = await pool.lease();
     try {
@@ -73,7 +82,7 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
   // Asked once, of the first read: a database becomes a Citus cluster only by migrating it, and the
   // service migrates at start. A failed check is asked again by the next read.
   const isCitus = () => {
-    citus ??= once((tx) => tx.query<{ citus: boolean }>(IS_CITUS)).then(([row]) => row.citus, (error) => {
+    citus ??= once((tx) => tx.query<{ citus: boolean }>(IS_CITUS)).then(([row]) => (distributed = row.citus), (error) => {
       citus = null;
       throw error;
     });
@@ -125,23 +134,23 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
    * the new one first, in the same pipeline, and the statement's answer is used only once the
    * change is confirmed and the session's role is `role`.
    */
-  const readOnReaderSession = async <R>(on: SessionPool, role: string, binding: ReaderBinding, read: (tx: Queryable) => Promise<R>): Promise<R> => {
+  const readOnReaderSession = async <F extends RowForm>(on: SessionPool, role: string, binding: ReaderBinding, statement: ReaderStatement<F>): Promise<RowForms[F][]> => {
     const lease = await on.lease();
-    const tx = lease.queryable();
     try {
       const { session } = lease;
-      if (session.scope === binding.scope.value) return await read(tx);
+      if (session.scope === binding.scope.value) return await lease.send(statement.form, statement.text, statement.params);
       const [changed, outcome] = await Promise.allSettled([
-        tx.query<{ role: string }>(`select set_config($1, $2, false), current_user as role`, [binding.scope.setting, binding.scope.value]),
-        read(tx),
+        lease.send('objects', `select set_config($1, $2, false), current_user as role`, [binding.scope.setting, binding.scope.value]),
+        lease.send(statement.form, statement.text, statement.params),
       ]);
       if (changed.status === 'rejected') {
         session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', String(changed.reason)));
         throw changed.reason;
       }
-      if (changed.value[0].role !== role) {
-        session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', `A reader session runs as ${changed.value[0].role}.`));
-        throw new Error(`A reader session runs as ${changed.value[0].role}, not ${role}: its pooler dropped the role (PDS_READER_SESSIONS).`);
+      const sessionRole = String(changed.value[0].role);
+      if (sessionRole !== role) {
+        session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', `A reader session runs as ${sessionRole}.`));
+        throw new Error(`A reader session runs as ${sessionRole}, not ${role}: its pooler dropped the role (PDS_READER_SESSIONS).`);
       }
       session.scope = binding.scope.value;
       if (outcome.status === 'rejected') throw outcome.reason;
@@ -195,12 +204,13 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
      */
     async readAsReader<F extends RowForm>(binding: ReaderBinding, form: F, text: string, params: readonly (string | null)[]) {
       const read = (tx: Queryable) => sendStatement(tx, form, text, params);
-      if (await isCitus()) {
+      const statement = { form, text, params };
+      if (distributed ?? await isCitus()) {
         const node = options.citusReadNodes === false ? null : await routes.nodeFor(binding.scope.value, binding.universityIds);
         if (node && readsOnNodeSession(binding.universityIds) && options.readerSessions !== false) {
           const sessions = nodePool('readers', node, () => nodeReaderParameters(binding.startupParameters));
           try {
-            return await readOnReaderSession(sessions, NODE_READER_ROLE, binding, read);
+            return await readOnReaderSession(sessions, NODE_READER_ROLE, binding, statement);
           } catch (error) {
             if ((error as { code?: unknown }).code !== SHARD_ELSEWHERE) throw error;
           }
@@ -211,7 +221,7 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       if (closed) throw shuttingDown();
       readers ??= { parameters: binding.startupParameters, pool: new SessionPool(url, limits, binding.startupParameters) };
       if (readers.parameters !== binding.startupParameters && !isDeepStrictEqual(readers.parameters, binding.startupParameters)) throw new Error('A store opens its reader sessions with one set of startup parameters.');
-      return readOnReaderSession(readers.pool, binding.startupParameters.role, binding, read);
+      return readOnReaderSession(readers.pool, binding.startupParameters.role, binding, statement);
     },
     isDistributed: isCitus,
     poolStats: () => {
