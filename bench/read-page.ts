@@ -3,9 +3,9 @@
  * (bench/read-floor.ts) serving the same statement, each loaded by the same HTTP client at the
  * same concurrency in the same run: the statement alone (no role, no scope), and the statement
  * under the same role and scope as the service's. The three loads take turns in short rounds
- * (interleavedLoads in bench/support.ts): run one after the other, each 8 s, the service's ratio
- * to the floor moved between ×0.55 and ×0.79 from run to run with the machine's load; taking
- * turns, three full runs gave ×0.50–0.54 on the cheap page.
+ * (interleavedLoads in bench/support.ts), so that a drift of the shared machine's load meets all
+ * three alike: run one after the other, each 8 s, the service's ratio to the floor moved between
+ * ×0.55 and ×0.79 from run to run.
  */
 import { CitusReadRoutes, PLACEMENTS_SQL, type Placement, nodeUrl, placementsParams } from '../src/db/citus-read-routes.ts';
 import { CITUS_PARTNER_SETTINGS, Database } from '../src/db/database.ts';

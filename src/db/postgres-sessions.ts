@@ -158,14 +158,6 @@ export class Lease {
     this.budgetMs = budgetMs;
   }
 
-  run<T>(statement: () => Statement): Promise<T> {
-    if (this.ended) return Promise.reject(new StoreUnavailableError('CONNECTION_ENDED', 'The transaction has ended.'));
-    if (this.pending++ === 0) this.startClock();
-    return this.session.run<T>(statement()).finally(() => {
-      if (--this.pending === 0) this.stopClock();
-    });
-  }
-
   /**
    * One prepared statement for its rows in `form`, sent at once (before the first await, so
    * statements keep their order in the pipeline). A reader's read on a session that already holds
@@ -174,15 +166,9 @@ export class Lease {
    * against 88 µs this way (two builds side by side, five interleaved rounds at 32 connections);
    * which of those layers' promises and closures cost that under load was not isolated.
    */
-  async send<F extends RowForm>(form: F, text: string, params: readonly (string | null)[] = []): Promise<RowForms[F][]> {
-    if (this.ended) throw new StoreUnavailableError('CONNECTION_ENDED', 'The transaction has ended.');
+  send<F extends RowForm>(form: F, text: string, params: readonly (string | null)[] = []): Promise<RowForms[F][]> {
     const statement = this.session.sql.unsafe(text, params as (string | null)[], { prepare: true });
-    if (this.pending++ === 0) this.startClock();
-    try {
-      return await this.session.run<RowForms[F][]>(form === 'columns' ? statement.raw() : statement);
-    } finally {
-      if (--this.pending === 0) this.stopClock();
-    }
+    return this.settle(form === 'columns' ? statement.raw() : statement);
   }
 
   queryable(): Queryable {
@@ -190,10 +176,24 @@ export class Lease {
     return {
       query: <T>(text: string, params?: readonly (string | null)[]) => this.send('objects', text, params) as Promise<T[]>,
       exec: async (text: string) => {
-        await this.run(() => sql.unsafe(text));
+        await this.settle(sql.unsafe(text));
       },
       queryColumns: (text: string, params?: readonly (string | null)[]) => this.send('columns', text, params),
     };
+  }
+
+  /**
+   * The statement's answer, with the clock running while it is outstanding. A lease that has
+   * ended refuses it, and it is never sent: postgres.js sends a statement when it is first awaited.
+   */
+  private async settle<T>(statement: Statement): Promise<T> {
+    if (this.ended) throw new StoreUnavailableError('CONNECTION_ENDED', 'The transaction has ended.');
+    if (this.pending++ === 0) this.startClock();
+    try {
+      return await this.session.run<T>(statement);
+    } finally {
+      if (--this.pending === 0) this.stopClock();
+    }
   }
 
   end(): void {

@@ -8,7 +8,6 @@ import { CitusReadRoutes, type ClusterNode, PLACEMENTS_SQL, type Placement, node
 import { SessionPool, rollBack, shuttingDown } from './postgres-sessions.ts';
 import {
   type Queryable, type ReaderBinding, type RowForm, type RowForms, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
-  sendStatement,
 } from './store.ts';
 
 /** Whether the server is a Citus coordinator: its sessions cannot carry a scope to the workers. */
@@ -89,25 +88,27 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     return citus;
   };
   /**
-   * BEGIN, the one statement `read` sends at once and COMMIT go out together, nothing awaited in between: one
+   * BEGIN, the statement and COMMIT go out together, nothing awaited in between: one
    * round trip where awaiting the statement before COMMIT made two (the cheap page's transaction
    * at 32 callers on 10 sessions: 1,370–1,630/s against 1,270–1,320/s). After a failed BEGIN or
    * statement the transaction is aborted and COMMIT answers ROLLBACK without an error, so the
    * session comes back idle; a session that failed is destroyed by its lease and never handed out again.
    */
-  const readInTransaction = async <R>(on: SessionPool, read: (tx: Queryable) => Promise<R>, options: TransactionOptions = {}): Promise<R> => {
+  const readInTransaction = async <F extends RowForm>(on: SessionPool, statement: ReaderStatement<F>, options: TransactionOptions = {}): Promise<RowForms[F][]> => {
     const lease = await on.lease(options.storeWaitMs);
     const tx = lease.queryable();
     try {
       const begin = beginMessages(options);
-      const outcomes = await Promise.allSettled([...begin.map((message) => tx.exec(message)), read(tx), tx.exec('commit')]);
+      const outcomes = await Promise.allSettled([
+        ...begin.map((message) => tx.exec(message)), lease.send(statement.form, statement.text, statement.params), tx.exec('commit'),
+      ]);
       const failed = outcomes.find((outcome) => outcome.status === 'rejected');
       if (failed) {
         // As in transaction(): a session that cannot answer a ROLLBACK (one whose connect was refused) is ended.
         if (!lease.session.lost) await rollBack(lease);
         throw failed.reason;
       }
-      return (outcomes[begin.length] as PromiseFulfilledResult<R>).value;
+      return (outcomes[begin.length] as PromiseFulfilledResult<RowForms[F][]>).value;
     } finally {
       on.release(lease);
     }
@@ -183,7 +184,7 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       }
     },
     queryInTransaction: <T>(text: string, params: readonly (string | null)[], options?: TransactionOptions) =>
-      readInTransaction(pool, (tx) => tx.query<T>(text, params), options),
+      readInTransaction(pool, { form: 'objects', text, params }, options) as Promise<T[]>,
     /**
      * A reader session holds the role and the scope as session state, so a read whose scope is its
      * session's is its statement alone: one message and one answer, where a transaction around it
@@ -203,7 +204,6 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
      * transaction.
      */
     async readAsReader<F extends RowForm>(binding: ReaderBinding, form: F, text: string, params: readonly (string | null)[]) {
-      const read = (tx: Queryable) => sendStatement(tx, form, text, params);
       const statement = { form, text, params };
       if (distributed ?? await isCitus()) {
         const node = options.citusReadNodes === false ? null : await routes.nodeFor(binding.scope.value, binding.universityIds);
@@ -215,9 +215,9 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
             if ((error as { code?: unknown }).code !== SHARD_ELSEWHERE) throw error;
           }
         }
-        return readInTransaction(transactionsOn(node), read, binding.transaction);
+        return readInTransaction(transactionsOn(node), statement, binding.transaction);
       }
-      if (options.readerSessions === false) return readInTransaction(pool, read, binding.transaction);
+      if (options.readerSessions === false) return readInTransaction(pool, statement, binding.transaction);
       if (closed) throw shuttingDown();
       readers ??= { parameters: binding.startupParameters, pool: new SessionPool(url, limits, binding.startupParameters) };
       if (readers.parameters !== binding.startupParameters && !isDeepStrictEqual(readers.parameters, binding.startupParameters)) throw new Error('A store opens its reader sessions with one set of startup parameters.');
