@@ -79,6 +79,12 @@ describe('logic trees', () => {
     assert.equal((tree.children[3] as any).negated, true);
     assert.deepEqual({ ...(tree.children[4] as any), children: undefined }, { kind: 'tree', op: 'and', negated: true, children: undefined });
   });
+  test('the spec\'s documented OR group spells an item `<col>=<op>.<value>` as well as `<col>.<op>.<value>`', () => {
+    const tree = parseLogicTree('or', false, '(cohort_id.eq.7,co_advisor_ids=cs.{a1},id=not.in.(1,2))');
+    assert.deepEqual(tree.children[1], { kind: 'filter', field: field('co_advisor_ids'), negated: false, operation: { kind: 'compare', op: 'cs', quantifier: null, value: '{a1}' } });
+    assert.deepEqual(tree.children[2], parseLogicTree('or', false, '(id.not.in.(1,2))').children[0]);
+    assertApiError(() => parseLogicTree('or', false, '(id=.eq.1)'), 400, 'PGRST100');
+  });
   test('an empty tree, an unquoted comma in a value and trailing text are parse errors', () => {
     assertApiError(() => parseLogicTree('or', false, '()'), 400, 'PGRST100');
     assertApiError(() => parseLogicTree('or', false, '(name.eq.Carol, Jr.,id.eq.1)'), 400, 'PGRST100');

@@ -94,6 +94,14 @@ for (const backend of storeBackends()) {
         assert.ok(await sameRows('advisor_students', 'advisor_students', `co_advisor_ids=cs.{${advisor}}`, 'co_advisor_ids @> array[$2::uuid]', [advisor]) > 0);
       });
 
+      test('the spec\'s OR group form, or=(<col>.eq.<v>,<col>=cs.{<uuid>})', async () => {
+        const advisor = await someValue<string>(`select co_advisor_ids[1]::text as v from advisor_students where university_id = $1 and cardinality(co_advisor_ids) > 0 limit 1`);
+        const [{ student }] = await h.sql<{ student: string }>(
+          'select student_id::text as student from advisor_students where university_id = $1 and not (co_advisor_ids @> array[$2::uuid]) limit 1', [university, advisor]);
+        assert.ok(await sameRows('advisor_students', 'advisor_students', `or=(student_id.eq.${student},co_advisor_ids=cs.{${advisor}})`,
+          'student_id = $2::uuid or co_advisor_ids @> array[$3::uuid]', [student, advisor]) > 1);
+      });
+
       test('range operators on columns that are not ranges answer as PostgreSQL does', async () => {
         const shift = await h.get('/v1/cohorts?intake_year=sl.2', token);
         assert.equal(shift.status, 400);

@@ -134,7 +134,9 @@ function readTreeItem(c: Cursor, depth: number): Condition {
   }
   c.pos = start;
   const field = readField(c);
-  c.expect('.');
+  // The spec writes an OR group's item `<col>=cs.{<uuid>}` (docs/decisions.md, Resources and
+  // reads), so `=` joins a column to its operator here as `.` does; a name never holds `=`.
+  if (!c.take('=')) c.expect('.');
   return { kind: 'filter', field, ...readFilterOperation(c, true) };
 }
 
