@@ -46,6 +46,18 @@ describe('rate limits', () => {
     assert.equal(limited.json.code, 'RATE_LIMITED');
     assert.equal((await write(b)).status, 200);
   });
+
+  test('writes: a body refused whole counts too, and its answer carries the limit\'s headers', async () => {
+    const token = h.demo!.universities[2].write_token;
+    const write = (payload: string) => h.request({ method: 'PUT', url: '/v1/students', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload });
+    const malformed = await write('{"students": [');
+    assert.equal(malformed.status, 400);
+    assert.equal(malformed.headers['ratelimit-limit'], '2');
+    assert.equal(malformed.headers['ratelimit-remaining'], '1');
+    assert.ok(Number(malformed.headers['ratelimit-reset']) > 0);
+    assert.equal((await write('{"students": []}')).headers['ratelimit-remaining'], '0');
+    assert.equal((await write('{"students": [')).status, 429);
+  });
 });
 
 describe('behind a load balancer', () => {

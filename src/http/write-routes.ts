@@ -51,7 +51,9 @@ export function registerWriteRoutes(app: FastifyInstance, deps: { db: Database; 
         method,
         url: `/${resource}`,
         onRequest: requireWriteToken,
-        preHandler: deps.limits.write,
+        // Counted before the body is read, so a body refused whole (400, 413) is a write too and
+        // its answer carries the limit's headers.
+        preParsing: deps.limits.write,
         handler: async (request, reply) => {
           requireJson(request);
           const { tx, preferenceApplied } = parseWritePreferences(request.headers.prefer);
