@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import type { WriteMode } from '../src/writes/batch.ts';
 import { settleRaces } from '../src/writes/batches.ts';
 import { type CohortBatchState, type CohortRecord, decideCohortBatch, validateCohortRow } from '../src/writes/cohort-rules.ts';
-import { type StudentRow, validateStudentRow } from '../src/writes/student-rows.ts';
+import { type StudentRow, validateStudentBatch, validateStudentRow } from '../src/writes/student-rows.ts';
 import {
   type EmailOwner, type StudentBatchState, type StudentRecord, decideStudentBatch, decideStudentRow,
 } from '../src/writes/student-rules.ts';
@@ -56,6 +56,19 @@ const codeOf = (r: StudentRow, mode: WriteMode) => {
   const d = decide(r, mode);
   return d.kind === 'reject' ? d.rejection.code : d.kind;
 };
+
+describe('validateStudentBatch', () => {
+  test('later rows naming an email or external_id an earlier row named, valid or refused, are DUPLICATE_IN_BATCH', () => {
+    const valid = { first_name: 'N', last_name: 'M', cohort_name: 'running', is_alumni: false };
+    const codes = validateStudentBatch([
+      { ...valid, email: 'x@u.edu', external_id: 'X1' }, { ...valid, email: ' X@U.edu' }, { ...valid, email: 'y@u.edu', external_id: ' X1 ' },
+      { ...valid, email: 'z@u.edu', first_name: '', external_id: 'Z1' }, { ...valid, email: 'z@u.edu' }, { ...valid, email: 'w@u.edu', external_id: 'Z1' },
+      { ...valid, email: 'x@u.edu', phone: '555' }, 'not a row', { ...valid, email: 'v@u.edu' },
+    ], 'put').map((v) => ('ok' in v ? 'ok' : v.rejected.code));
+    assert.deepEqual(codes, ['ok', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH', 'MISSING_NAME', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH',
+      'INVALID_PHONE', 'INVALID_FIELD', 'ok']);
+  });
+});
 
 describe('validateStudentRow', () => {
   const cases: [string, Record<string, unknown>, WriteMode, string | null][] = [
@@ -129,12 +142,12 @@ describe('decideStudentRow: matching and codes', () => {
     assert.equal(d.values.externalId, 'B7');
   });
 
-  test('later rows with the same email, external_id or student are DUPLICATE_IN_BATCH', () => {
-    const rows = [row({ email: 'x@u.edu', external_id: 'X1' }), row({ email: 'x@u.edu' }), row({ email: 'y@u.edu', external_id: 'X1' }),
-      patchRow({ email: 'ada@u.edu', last_name: 'L1' }), patchRow({ email: 'ada.alt@u.edu', last_name: 'L2' })].map((r, index) => ({ ...r, index }));
+  test('later rows reaching a student an earlier row reached, through another address, are DUPLICATE_IN_BATCH', () => {
+    const rows = [row({ email: 'x@u.edu', external_id: 'X1' }), patchRow({ email: 'ada@u.edu', last_name: 'L1' }),
+      patchRow({ email: 'ada.alt@u.edu', last_name: 'L2' }), row({ email: 'y@u.edu', external_id: 'A1' })].map((r, index) => ({ ...r, index }));
     const decisions = decideStudentBatch(rows, state, context('put'));
     assert.deepEqual(decisions.map((d) => (d.kind === 'reject' ? d.rejection.code : d.kind)),
-      ['create', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH', 'update', 'DUPLICATE_IN_BATCH']);
+      ['create', 'update', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH']);
   });
 });
 

@@ -18,7 +18,7 @@ import { todayUtc } from '../domain/alumni.ts';
 import { type BatchAnswer, type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
 import { applyCohortChanges, loadCohortState } from './cohort-store.ts';
 import { COHORT_FIELDS, type CohortResult, cohortResult, decideCohortBatch, validateCohortRow } from './cohort-rules.ts';
-import { STUDENT_FIELDS, validateStudentRow } from './student-rows.ts';
+import { STUDENT_FIELDS, validateStudentBatch } from './student-rows.ts';
 import { type StudentDecision, type StudentResult, decideStudentBatch, studentResult } from './student-rules.ts';
 import { applyStudentChanges, loadStudentState } from './student-store.ts';
 
@@ -42,17 +42,15 @@ export async function settleRaces<R extends { index: number }>(rows: readonly R[
 }
 
 /** Splits a batch into the rows that passed validation and, at their places, the rejected results. */
-function validateRows<Row, Rejected extends { rejected: Rejection }, Result>(
-  raw: readonly unknown[],
-  validate: (row: unknown, index: number) => { ok: Row } | Rejected,
+function splitValidated<Row, Rejected extends { rejected: Rejection }, Result>(
+  validated: readonly ({ ok: Row } | Rejected)[],
   rejectedResult: (rejected: Rejected) => Result,
 ): { rows: Row[]; results: Result[] } {
   const rows: Row[] = [];
   const results: Result[] = [];
-  raw.forEach((row, index) => {
-    const validated = validate(row, index);
-    if ('ok' in validated) rows.push(validated.ok);
-    else results[index] = rejectedResult(validated);
+  validated.forEach((row, index) => {
+    if ('ok' in row) rows.push(row.ok);
+    else results[index] = rejectedResult(row);
   });
   return { rows, results };
 }
@@ -95,7 +93,7 @@ const isChange = (d: StudentDecision): d is Extract<StudentDecision, { kind: 'cr
 
 export async function writeStudents(db: Database, universityId: string, mode: WriteMode, body: unknown, options: WriteOptions) {
   const raw = batchRows(body, 'students');
-  const { rows, results } = validateRows(raw, (row, index) => validateStudentRow(row, index, mode),
+  const { rows, results } = splitValidated(validateStudentBatch(raw, mode),
     (v): StudentResult => ({ email: v.sentEmail, status: 'rejected', ...v.rejected }));
   const context = { mode, today: todayUtc(), newId: randomUUID };
   return batchTransaction(db, universityId, options, (tx) => pipelinedBatch(tx, universityId, async (changeSeq) => {
@@ -126,7 +124,7 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
 
 export async function writeCohorts(db: Database, universityId: string, mode: WriteMode, body: unknown, options: WriteOptions) {
   const raw = batchRows(body, 'cohorts');
-  const { rows, results } = validateRows(raw, (row, index) => validateCohortRow(row, index, mode),
+  const { rows, results } = splitValidated(raw.map((row, index) => validateCohortRow(row, index, mode)),
     (v): CohortResult => ({ name: v.name, status: 'rejected', ...v.rejected }));
   return batchTransaction(db, universityId, options, (tx) => pipelinedBatch(tx, universityId, async (changeSeq) => {
     const state = await loadCohortState(tx, universityId, rows);
