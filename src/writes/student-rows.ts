@@ -122,14 +122,17 @@ export function validateStudentBatch(raw: readonly unknown[], mode: WriteMode): 
   const seenExternalIds = new Set<string>();
   return raw.map((sent, index) => {
     const validated = validateStudentRow(sent, index, mode);
-    const email = 'ok' in validated ? validated.ok.email : validated.sentEmail?.trim().toLowerCase();
-    const externalId = 'ok' in validated ? validated.ok.externalId : trimmed(asObject(sent)?.external_id);
-    const duplicate = (email !== undefined && seenEmails.has(email)) || (typeof externalId === 'string' && seenExternalIds.has(externalId));
-    if (email !== undefined) seenEmails.add(email);
-    if (typeof externalId === 'string') seenExternalIds.add(externalId);
-    if (duplicate && 'ok' in validated) {
-      return rejectedRow('DUPLICATE_IN_BATCH', 'An earlier row of this batch names the same email or external_id; nothing was written for this row.', validated.ok.sentEmail);
+    if ('ok' in validated) {
+      const { email, externalId, sentEmail } = validated.ok;
+      const duplicate = seenEmails.has(email) || (externalId ? seenExternalIds.has(externalId) : false);
+      seenEmails.add(email);
+      if (externalId) seenExternalIds.add(externalId);
+      return duplicate ? rejectedRow('DUPLICATE_IN_BATCH', 'An earlier row of this batch names the same email or external_id; nothing was written for this row.', sentEmail) : validated;
     }
+    // A refused row names its address and number all the same.
+    if (validated.sentEmail !== null) seenEmails.add(validated.sentEmail.trim().toLowerCase());
+    const externalId = trimmed(asObject(sent)?.external_id);
+    if (externalId) seenExternalIds.add(externalId);
     return validated;
   });
 }
