@@ -9,6 +9,9 @@ import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable } from '../db/store.ts';
 import { valuesList } from '../db/values.ts';
 
+/** An address as the service compares and stores it: trimmed and lower-cased (docs/decisions.md, Student writes). */
+export const emailKey = (email: string): string => email.trim().toLowerCase();
+
 /** Hex SHA-256 of the UTF-8 text: the register's key, and the erased tombstones' hashes. */
 export const sha256Hex = (value: string): string => createHash('sha256').update(value, 'utf8').digest('hex');
 

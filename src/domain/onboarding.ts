@@ -10,7 +10,7 @@ import { lockUniversity } from '../db/locks.ts';
 import type { Queryable, Row } from '../db/store.ts';
 import { apiError } from '../errors.ts';
 import type { COHORT_SHAPE, CreateValues } from '../resources/write-shapes.ts';
-import { claimAccountAddress } from './email-register.ts';
+import { claimAccountAddress, emailKey } from './email-register.ts';
 import { type OperatorCollection, getRecord } from './operator-records.ts';
 import { timestampJson } from './timestamps.ts';
 
@@ -58,7 +58,7 @@ export function createResumeTemplate(tx: Queryable, input: { university_id: stri
  * account without a university is its own tenant (migration 004): its university_id is its id.
  */
 export async function createAccount(tx: Queryable, input: { email: string; kind: 'staff' | 'self_serve'; university_id?: string | null }) {
-  const email = input.email.trim().toLowerCase();
+  const email = emailKey(input.email);
   const universityId = input.university_id ?? null;
   if (universityId !== null) {
     const [known] = await tx.query('select 1 from universities where id = $1', [universityId]);

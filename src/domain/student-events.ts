@@ -9,7 +9,7 @@ import type { Queryable } from '../db/store.ts';
 import { type ValuesColumn, valuesList } from '../db/values.ts';
 import { apiError } from '../errors.ts';
 import { recordTombstone, stampCohortCounts } from './change-stamps.ts';
-import { releaseErasedAddresses, sha256Hex } from './email-register.ts';
+import { emailKey, releaseErasedAddresses, sha256Hex } from './email-register.ts';
 import { type AlumniChange, alumniAfterSignIn, alumniChanges, impliedAlumni, todayUtc } from './alumni.ts';
 import { timestampJson } from './timestamps.ts';
 
@@ -102,7 +102,7 @@ export function verifyEmail(db: Database, studentId: string, email: string): Pro
     const student = await lockedStudent(tx, studentId);
     // Two statements: Citus refuses now() beside a column (coalesce) in an UPDATE, and a
     // function of a column in RETURNING.
-    const address = [studentId, email.trim().toLowerCase(), student.university_id];
+    const address = [studentId, emailKey(email), student.university_id];
     await tx.query(
       `update secondary_emails set verified_at = now()
        where student_id = $1 and email = $2 and university_id = $3 and verified_at is null`, address);

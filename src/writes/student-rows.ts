@@ -2,6 +2,7 @@
  * Validation of student batch rows (docs/decisions.md, "Student writes", for the order the
  * checks run in), the fields read off the student's write shape.
  */
+import { emailKey } from '../domain/email-register.ts';
 import { hasControlCharacter } from '../resources/text.ts';
 import { STUDENT_SHAPE, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type WriteMode, reject } from './batch.ts';
@@ -83,7 +84,7 @@ function studentRow(row: Row, index: number, sentEmail: string): StudentRow {
   return {
     index,
     sentEmail,
-    email: sentEmail.trim().toLowerCase(),
+    email: emailKey(sentEmail),
     firstName: trimmed(row.first_name),
     lastName: trimmed(row.last_name),
     cohortName: trimmed(row.cohort_name),
@@ -130,7 +131,7 @@ export function validateStudentBatch(raw: readonly unknown[], mode: WriteMode): 
       return duplicate ? rejectedRow('DUPLICATE_IN_BATCH', 'An earlier row of this batch names the same email or external_id; nothing was written for this row.', sentEmail) : validated;
     }
     // A refused row names its address and number all the same.
-    if (validated.sentEmail !== null) seenEmails.add(validated.sentEmail.trim().toLowerCase());
+    if (validated.sentEmail !== null) seenEmails.add(emailKey(validated.sentEmail));
     const externalId = trimmed(asObject(sent)?.external_id);
     if (externalId) seenExternalIds.add(externalId);
     return validated;
