@@ -34,27 +34,15 @@ const STUDENT_COLUMNS = `s.id, s.email, s.external_id, s.first_name, s.last_name
 const STUDENT_COHORT = 'left join cohorts c on c.university_id = s.university_id and c.id = s.cohort_id';
 
 /**
- * The batch's keys in parameter `n` (a text array), for `= any(…)`, behind a subquery so that the
- * planner does not count them. Row-level security puts `university_id = any(pds_scope())` into
- * every index condition on the tenant key, an array whose length the planner cannot see and
- * takes for 10. Beside 500 keys it could count, it costed the lookups by key as 5,000 index
- * descents and scanned every student of a large university instead: at one of 35,000 students the
- * state read took 12–16 ms, against 2–3.5 ms by key (PostgreSQL 15, EXPLAIN ANALYZE under the
- * partner's role and scope; test/write-plans.test.ts). A small university is still read whole
- * where that is cheaper.
- */
-const batchKeys = (n: number) => `any(array(select unnest($${n}::text[])))`;
-
-/**
  * A batch's students: `$1` the university, `$2` the batch's addresses, `$3` its numbers (text
  * arrays). The write benchmark's floor (bench/floors/student-writes.ts) reads the same.
  */
 export const STUDENT_STATE_READ = `select ${STUDENT_COLUMNS}, null::text as secondary_email from students s ${STUDENT_COHORT}
-     where s.university_id = $1 and (s.email = ${batchKeys(2)} or s.external_id = ${batchKeys(3)})
+     where s.university_id = $1 and (s.email = any($2::text[]) or s.external_id = any($3::text[]))
    union all
    select ${STUDENT_COLUMNS}, se.email from secondary_emails se
      join students s on s.university_id = se.university_id and s.id = se.student_id ${STUDENT_COHORT}
-     where se.university_id = $1 and se.email = ${batchKeys(2)}`;
+     where se.university_id = $1 and se.email = any($2::text[])`;
 
 /** The students found, once each, by every address and number they were found by. */
 function indexStudents(students: readonly StudentRecordRow[]): Pick<StudentBatchState, 'byEmail' | 'byExternalId'> {
