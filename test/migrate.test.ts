@@ -38,6 +38,31 @@ test('every table under a tenant policy is forced to row-level security and inde
   }
 });
 
+test("pds_tenant has pds_app's grants, and for each of pds_app's policies a twin bound to one university", async () => {
+  const { store, drop } = await openTestStore('pglite');
+  try {
+    const grants = (role: string) => store.query<{ grant: string }>(
+      `select table_name || ' ' || privilege_type as grant from information_schema.role_table_grants
+       where grantee = $1 and table_schema = 'public' order by 1`, [role]);
+    assert.deepEqual(await grants('pds_tenant'), await grants('pds_app'));
+    const policies = (role: string, suffix: string) => store.query<{ policy: string }>(
+      `select concat_ws(' ', tablename, left(policyname, length(policyname) - length($2)), cmd,
+         replace(qual, '= pds_university()', '= ANY (pds_scope())'), replace(with_check, '= pds_university()', '= ANY (pds_scope())')) as policy
+       from pg_policies where schemaname = 'public' and roles = array[$1]::name[] order by 1`, [role, suffix]);
+    const twins = await policies('pds_tenant', '_one');
+    assert.deepEqual(twins, await policies('pds_app', ''));
+    // Each twin names the one university; none reads the scope's list.
+    const scoped = await store.query(`select policyname from pg_policies where 'pds_tenant' = any(roles) and (qual like '%pds_scope%' or with_check like '%pds_scope%')`);
+    assert.deepEqual(scoped, []);
+    assert.ok(twins.length >= 20, `${twins.length} policies`);
+    // Not a member of pds_app, whose policies would otherwise apply too, joined by OR.
+    const [{ member }] = await store.query<{ member: boolean }>(`select pg_has_role('pds_tenant', 'pds_app', 'member') as member`);
+    assert.equal(member, false);
+  } finally {
+    await drop();
+  }
+});
+
 test("every resource's columns are its relation's, and every column it does not derive is its table's, of the same type", async () => {
   const { store, drop } = await openTestStore('pglite');
   try {
@@ -67,7 +92,8 @@ if (process.env.TEST_DATABASE_URL) test('two instances migrating one new Postgre
     const applied = await fresh.store.query<{ name: string }>('select name from pds_migrations order by name');
     assert.deepEqual(applied.map((r) => r.name), await migrationFiles());
     const [policies] = await fresh.store.query<{ n: number }>(`select count(*)::int as n from pg_policies where tablename = 'students'`);
-    assert.equal(policies.n, 2);
+    // tenant_scope, its twin tenant_scope_one and operator_all, once each.
+    assert.equal(policies.n, 3);
   } finally {
     await second.close();
     await fresh.drop();

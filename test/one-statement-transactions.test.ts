@@ -37,19 +37,19 @@ for (const backend of storeBackends()) {
       const [row] = await store.queryInTransaction<{ scope: string; role: string; read_only: string; echo: string }>(
         `select current_setting('pds.scope') as scope, current_user as role, current_setting('transaction_read_only') as read_only, $1::text as echo`,
         ['x'], partnerRead());
-      assert.deepEqual({ ...row }, { scope: SCOPE.universityIds[0], role: 'pds_app', read_only: 'on', echo: 'x' });
+      assert.deepEqual({ ...row }, { scope: SCOPE.universityIds[0], role: 'pds_tenant', read_only: 'on', echo: 'x' });
       const idle = await idleSession();
       assert.equal(idle.scope, null);
-      assert.notEqual(idle.role, 'pds_app');
+      assert.notEqual(idle.role, 'pds_tenant');
     });
 
     test('a failing statement answers its own error, and the session is idle after it', async () => {
       for (let i = 0; i < 3; i++) {
         await assert.rejects(store.queryInTransaction('select $1::integer', ['not a number'], partnerRead()), { code: '22P02' });
-        // An aborted transaction left open would answer 25P02 here; a leftover role, pds_app.
+        // An aborted transaction left open would answer 25P02 here; a leftover role, pds_tenant.
         const idle = await idleSession();
         assert.equal(idle.scope, null);
-        assert.notEqual(idle.role, 'pds_app');
+        assert.notEqual(idle.role, 'pds_tenant');
       }
     });
 

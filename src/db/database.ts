@@ -18,7 +18,7 @@ const UUID = new RegExp(UUID_PATTERN);
  * constants, the scope is a list of uuids checked against UUID (hex digits and hyphens only, so
  * the quoted literal cannot end early), the timeout a whole number.
  */
-function settingsSql(role: 'pds_app' | 'pds_operator', settings: Readonly<Record<string, string>>): string {
+function settingsSql(role: 'pds_app' | 'pds_tenant' | 'pds_operator', settings: Readonly<Record<string, string>>): string {
   const statements = [`set local citus.propagate_set_commands = 'local'`, `set local role ${role}`, `set local timezone = 'UTC'`];
   for (const [name, value] of Object.entries(settings)) statements.push(`set local ${name} = '${value}'`);
   return statements.join('; ');
@@ -38,6 +38,8 @@ export const CITUS_PARTNER_SETTINGS: Readonly<Record<string, string>> = { 'citus
 
 /** The setting row-level security reads the scope from (pds_scope(), src/db/migrations/001_schema.sql). */
 const SCOPE_SETTING = 'pds.scope';
+/** The setting pds_tenant's policies read their one university from (pds_university(), src/db/migrations/009_one_university_role.sql). */
+const UNIVERSITY_SETTING = 'pds.university';
 
 export function scopeSetting(scope: Scope): string {
   const bad = scope.universityIds.find((id) => !UUID.test(id));
@@ -47,7 +49,8 @@ export function scopeSetting(scope: Scope): string {
 
 /**
  * Every statement the service runs goes through one of these doors, each under a role that
- * row-level security binds: partners as `pds_app` limited to their scope, the operator API as
+ * row-level security binds: partners as `pds_app` limited to their scope (in a transaction of one
+ * university, as `pds_tenant` limited to it, which the planner costs right), the operator API as
  * `pds_operator`. Transactions set role and scope with SET LOCAL, so nothing leaks from one
  * request to the next on a shared session (PGlite) or a pooled connection. Partner reads on a
  * PostgreSQL server, and one university's on the Citus node holding its shard, run on reader
@@ -117,8 +120,11 @@ export class Database {
 
   /** The settings travel with the BEGIN of the transaction (TransactionOptions.settings). */
   partnerSettings(scope: Scope): string {
-    return settingsSql('pds_app', {
+    const [university, ...others] = scope.universityIds;
+    const one = university !== undefined && others.length === 0;
+    return settingsSql(one ? 'pds_tenant' : 'pds_app', {
       [SCOPE_SETTING]: scopeSetting(scope),
+      ...(one ? { [UNIVERSITY_SETTING]: university } : {}),
       statement_timeout: String(Math.trunc(this.statementTimeoutMs)),
       ...CITUS_PARTNER_SETTINGS,
     });

@@ -72,13 +72,12 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
   // once, from the first (a replay reads 500 rows, not 1,000). A join of unnest(…) to the table
   // was planned, on PGlite's never-analysed tables, as a loop over every student of the
   // university per branch (measured: 200-330 ms for 500 rows).
-  // On PostgreSQL's analysed statistics, a large university is scanned instead: the policy's
-  // `university_id = any(pds_scope())`, an array the planner takes for 10 universities, joins
-  // every index condition on the tenant key, so 500 keys are costed as 5,000 index descents
-  // (35,000 students: 12–16 ms, against 2–3.5 by key). Keys the planner cannot count (behind a
-  // subquery) or one LATERAL lookup per key fixed that and, on never-analysed tables, filtered
-  // every student against an unhashed array or probed the wrong index: 20–300 ms. A policy of
-  // `university_id = <one uuid>` for one university's transactions would plan both right.
+  // A large university's analysed statistics plan the same lookups because the batch runs as
+  // pds_tenant, bound by one university's equality (src/db/migrations/009_one_university_role.sql;
+  // under pds_app's array of the scope, 35,000 students were scanned: 12–16 ms, against 2–3.5 by
+  // key). Keys hidden from the planner (behind a subquery) or one LATERAL lookup per key, tried
+  // first, filtered every student against an unhashed array or probed the wrong index on
+  // never-analysed tables: 20–300 ms.
   const [students, cohorts] = await Promise.all([tx.query<StudentRecordRow>(
     STUDENT_STATE_READ,
     [universityId, emails, arrayLiteral(externalIds)],

@@ -1,0 +1,73 @@
+/**
+ * How PostgreSQL plans a batch's state read under the partner's role and scope, on analysed
+ * statistics: it reads the students the batch names, by their keys, not every student of the
+ * university (src/db/migrations/009_one_university_role.sql). Runs when TEST_DATABASE_URL is set.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { arrayLiteral } from '../src/db/array-literal.ts';
+import { STUDENT_STATE_READ } from '../src/writes/student-store.ts';
+import { Harness, backends } from './support/harness.ts';
+
+interface AnalysedNode {
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: AnalysedNode[];
+}
+
+/** Every node of a plan that scans the students table or one of its indexes. */
+function studentScans(node: AnalysedNode): AnalysedNode[] {
+  const own = node['Relation Name'] === 'students' || node['Index Name']?.startsWith('students_') ? [node] : [];
+  return [...own, ...(node.Plans ?? []).flatMap(studentScans)];
+}
+
+/** The students rows a scan node visited: those it passed on and those its filters removed. */
+const visited = (node: AnalysedNode) =>
+  (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * node['Actual Loops'];
+
+if (backends().includes('postgres')) {
+  describe('batch statements on PostgreSQL', () => {
+    let h: Harness;
+    let university: string;
+    /** A large university among others: where the planner's costing of the batch's keys decides between lookups by key and a scan of its students. */
+    const STUDENTS = 30_000;
+
+    /** `count` students of a new university named `name`. */
+    const enrol = async (name: string, count: number) => {
+      const id = (await h.admin('POST', '/universities', { name })).json.id as string;
+      await h.sql(`insert into accounts (university_id, kind, id, email)
+        select $1, 'student', gen_random_uuid(), 'student' || g || '@' || $2 from generate_series(1, ${count}) g`, [id, `${id}.example.edu`]);
+      await h.sql(`insert into students (university_id, id, email, first_name, last_name, external_id)
+        select university_id, id, email, 'Ada', 'Lovelace', 'X-' || email from accounts where university_id = $1`, [id]);
+      return id;
+    };
+
+    before(async () => {
+      h = await Harness.start('postgres');
+      university = await enrol('Largeville University', STUDENTS);
+      await enrol('Otherville University', STUDENTS);
+      await h.store.exec('analyze');
+    });
+    after(() => h.close());
+
+    test('the state read of a batch visits the students it names, not every student of the university', async () => {
+      const named = await h.sql<{ email: string; external_id: string | null }>(
+        'select email, external_id from students where university_id = $1 order by id limit 100', [university]);
+      const [{ 'QUERY PLAN': [plan] }] = await h.db.asPartner({ universityIds: [university] }, async (tx) => {
+        // As a batch's transaction plans (src/db/locks.ts): for the arrays' actual keys.
+        await tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true)`);
+        return tx.query<{ 'QUERY PLAN': [{ Plan: AnalysedNode }] }>(`explain (analyze, format json) ${STUDENT_STATE_READ}`, [
+          university, arrayLiteral(named.map((s) => s.email)), arrayLiteral(named.flatMap((s) => (s.external_id ? [s.external_id] : []))),
+        ]);
+      });
+      const scans = studentScans(plan.Plan);
+      assert.ok(scans.length > 0);
+      // Read by key, a scan visits a few hundred students (each named by address and by number).
+      for (const scan of scans) assert.ok(visited(scan) <= 4 * named.length, `${scan['Index Name'] ?? scan['Relation Name']} visited ${visited(scan)} of ${STUDENTS} students`);
+    });
+  });
+}
