@@ -178,3 +178,33 @@ for (const backend of storeBackends()) {
     });
   });
 }
+
+/** The last migration before one university's transactions had a role of their own. */
+const BEFORE_TENANT_ROLE = '008_university_names.sql';
+
+for (const backend of storeBackends()) {
+  test(`a ${backend} database at ${BEFORE_TENANT_ROLE} takes the next migration on its own, and one university writes and reads as pds_tenant`, async () => {
+    const testStore = await openTestStore(backend, { migratedThrough: BEFORE_TENANT_ROLE });
+    // Its own transaction, as an upgrade runs it: no setting left by an earlier file of the same run.
+    assert.deepEqual(await migrate(testStore.store), ['009_one_university_role.sql']);
+    const h = await Harness.over(backend, testStore);
+    try {
+      const university = (await h.admin('POST', '/universities', { name: 'Upgrade University' })).json.id as string;
+      const write = (await h.admin('POST', '/tokens', { university_id: university, can_write: true })).json.token as string;
+      const send = (resource: 'cohorts' | 'students', rows: unknown[]) => h.request({
+        method: 'PUT', url: `/v1/${resource}`, headers: { authorization: `Bearer ${write}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ [resource]: rows }),
+      });
+      const cohorts = await send('cohorts', [{ name: 'up-2027', display_name: 'Up 2027', program: 'Physics', degree: 'BSc',
+        start_date: '2024-09-01', end_date: '2027-06-30', intake_year: 2024, intake_term: 'Fall' }]);
+      assert.equal(cohorts.status, 200, cohorts.body);
+      const students = await send('students', [{ email: 'up@upgrade.example.edu', first_name: 'Up', last_name: 'Grade', cohort_name: 'up-2027', is_alumni: false }]);
+      assert.deepEqual(students.json.counts, { created: 1, updated: 0, unchanged: 0, rejected: 0 }, students.body);
+      const [row] = await h.db.asPartner({ universityIds: [university] }, (tx) =>
+        tx.query<{ role: string; emails: string[] }>(`select current_user as role, array(select email from students) as emails`));
+      assert.deepEqual({ ...row }, { role: 'pds_tenant', emails: ['up@upgrade.example.edu'] });
+    } finally {
+      await h.close();
+    }
+  });
+}

@@ -143,9 +143,9 @@ if (storeBackends().includes('postgres')) {
           `select pg_backend_pid() as pid, current_user as role, ${VISIBLE}`, []);
         assert.deepEqual({ role: row.role, visible: row.visible }, { role: 'pds_tenant', visible: [UNIVERSITIES[0]] });
         // The store's one plain session served the read: no reader pool was opened.
-        const [idle] = await transactional.query<{ pid: number; role: string; scope: string | null }>(
-          `select pg_backend_pid() as pid, current_user as role, nullif(current_setting('pds.scope', true), '') as scope`);
-        assert.deepEqual({ ...idle, role: idle.role === 'pds_tenant' }, { pid: row.pid, role: false, scope: null });
+        const [idle] = await transactional.query<{ pid: number; own: boolean; scope: string | null }>(
+          `select pg_backend_pid() as pid, current_user = session_user as own, nullif(current_setting('pds.scope', true), '') as scope`);
+        assert.deepEqual({ ...idle }, { pid: row.pid, own: true, scope: null });
       } finally {
         await transactional.close();
       }

@@ -15,8 +15,8 @@ const UUID = new RegExp(UUID_PATTERN);
  * (with citus.propagate_set_commands = 'local'; elsewhere that setting is an inert placeholder), so
  * the scope reaches every node on which row-level security runs. SET takes no parameters: the
  * values are literals, and only values that cannot carry SQL get here: the role names are
- * constants, the scope is a list of uuids checked against UUID (hex digits and hyphens only, so
- * the quoted literal cannot end early), the timeout a whole number.
+ * constants, the scope and its one university are uuids checked against UUID (hex digits and
+ * hyphens only, so the quoted literal cannot end early), the timeout a whole number.
  */
 function settingsSql(role: 'pds_app' | 'pds_tenant' | 'pds_operator', settings: Readonly<Record<string, string>>): string {
   const statements = [`set local citus.propagate_set_commands = 'local'`, `set local role ${role}`, `set local timezone = 'UTC'`];
@@ -120,11 +120,12 @@ export class Database {
 
   /** The settings travel with the BEGIN of the transaction (TransactionOptions.settings). */
   partnerSettings(scope: Scope): string {
-    const [university, ...others] = scope.universityIds;
-    const one = university !== undefined && others.length === 0;
+    const universities = scopeSetting(scope);
+    const one = scope.universityIds.length === 1;
     return settingsSql(one ? 'pds_tenant' : 'pds_app', {
-      [SCOPE_SETTING]: scopeSetting(scope),
-      ...(one ? { [UNIVERSITY_SETTING]: university } : {}),
+      [SCOPE_SETTING]: universities,
+      // The scope's one uuid, checked by scopeSetting.
+      ...(one ? { [UNIVERSITY_SETTING]: universities } : {}),
       statement_timeout: String(Math.trunc(this.statementTimeoutMs)),
       ...CITUS_PARTNER_SETTINGS,
     });

@@ -25,24 +25,27 @@ DECLARE
   grant_row record;
   policy_row record;
 BEGIN
-  GRANT USAGE ON SCHEMA public TO pds_tenant;
-  GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO pds_tenant;
-  FOR grant_row IN SELECT table_name, privilege_type FROM information_schema.role_table_grants
-    WHERE grantee = 'pds_app' AND table_schema = 'public'
-  LOOP
-    EXECUTE format('GRANT %s ON %I TO pds_tenant', grant_row.privilege_type, grant_row.table_name);
-  END LOOP;
-  FOR policy_row IN SELECT tablename, policyname, cmd, qual, with_check FROM pg_policies
-    WHERE schemaname = 'public' AND roles = '{pds_app}'
-  LOOP
-    EXECUTE format('CREATE POLICY %I ON %I FOR %s TO pds_tenant', policy_row.policyname || '_one', policy_row.tablename, policy_row.cmd)
-      || coalesce(' USING (' || replace(policy_row.qual, '= ANY (pds_scope())', '= pds_university()') || ')', '')
-      || coalesce(' WITH CHECK (' || replace(policy_row.with_check, '= ANY (pds_scope())', '= pds_university()') || ')', '');
-  END LOOP;
   -- On Citus the coordinator connects to the workers as the role a statement runs as (as
   -- pds_app and pds_operator in 004_sharding.sql).
   IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')
     AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pds_tenant' AND NOT rolcanlogin) THEN
     ALTER ROLE pds_tenant LOGIN;
   END IF;
+  GRANT USAGE ON SCHEMA public TO pds_tenant;
+  -- Tables, views and sequences, from the catalog: whoever granted them (information_schema
+  -- shows only what concerns the current user's roles).
+  FOR grant_row IN SELECT c.relname, c.relkind, a.privilege_type FROM pg_class c, aclexplode(c.relacl) a
+    WHERE c.relnamespace = 'public'::regnamespace AND a.grantee = 'pds_app'::regrole
+  LOOP
+    EXECUTE format('GRANT %s ON %s %I TO pds_tenant', grant_row.privilege_type,
+      CASE WHEN grant_row.relkind = 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, grant_row.relname);
+  END LOOP;
+  FOR policy_row IN SELECT tablename, policyname, permissive, cmd, qual, with_check FROM pg_policies
+    WHERE schemaname = 'public' AND roles = '{pds_app}'
+  LOOP
+    EXECUTE format('CREATE POLICY %I ON %I AS %s FOR %s TO pds_tenant',
+        policy_row.policyname || '_one', policy_row.tablename, policy_row.permissive, policy_row.cmd)
+      || coalesce(' USING (' || replace(policy_row.qual, '= ANY (pds_scope())', '= pds_university()') || ')', '')
+      || coalesce(' WITH CHECK (' || replace(policy_row.with_check, '= ANY (pds_scope())', '= pds_university()') || ')', '');
+  END LOOP;
 END $$;
