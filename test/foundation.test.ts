@@ -77,6 +77,18 @@ for (const backend of backends()) {
       assert.equal(none.length, 0);
     });
 
+    test("a university's write transaction (pds_tenant) sees and writes that university alone", async () => {
+      const seen = await h.db.asUniversity(north.id, (tx) => tx.query<{ role: string; university_id: string }>(
+        `select current_user as role, university_id from students union select current_user, university_id from resumes
+         union select current_user, id from universities`));
+      assert.deepEqual([...new Set(seen.map((r) => `${r.role} ${r.university_id}`))], [`pds_tenant ${north.id}`]);
+      const other = h.demo!.universities[1].id;
+      await assert.rejects(h.db.asUniversity(north.id, (tx) =>
+        tx.query(`insert into accounts (kind, university_id, email) values ('student', $1, 'intruder@example.edu')`, [other])), { code: '42501' });
+      await assert.rejects(h.db.asUniversity(north.id, (tx) =>
+        tx.query(`insert into jobs (university_id, title, description) values ($1, 'x', 'y')`, [north.id])), { code: '42501' });
+    });
+
     test('the partner role cannot write to read-only tables nor into another university', async () => {
       await assert.rejects(h.db.asPartner({ universityIds: [north.id] }, (tx) =>
         tx.query(`insert into jobs (university_id, title, description) values ($1, 'x', 'y')`, [north.id])), { code: '42501' });

@@ -183,7 +183,7 @@ for (const backend of storeBackends()) {
 const BEFORE_TENANT_ROLE = '008_university_names.sql';
 
 for (const backend of storeBackends()) {
-  test(`a ${backend} database at ${BEFORE_TENANT_ROLE} takes the next migration on its own, and one university writes and reads as pds_tenant`, async () => {
+  test(`a ${backend} database at ${BEFORE_TENANT_ROLE} takes the next migration on its own, and one university's writes run as pds_tenant`, async () => {
     const testStore = await openTestStore(backend, { migratedThrough: BEFORE_TENANT_ROLE });
     // Its own transaction, as an upgrade runs it: no setting left by an earlier file of the same run.
     assert.deepEqual(await migrate(testStore.store), ['009_one_university_role.sql']);
@@ -200,7 +200,7 @@ for (const backend of storeBackends()) {
       assert.equal(cohorts.status, 200, cohorts.body);
       const students = await send('students', [{ email: 'up@upgrade.example.edu', first_name: 'Up', last_name: 'Grade', cohort_name: 'up-2027', is_alumni: false }]);
       assert.deepEqual(students.json.counts, { created: 1, updated: 0, unchanged: 0, rejected: 0 }, students.body);
-      const [row] = await h.db.asPartner({ universityIds: [university] }, (tx) =>
+      const [row] = await h.db.asUniversity(university, (tx) =>
         tx.query<{ role: string; emails: string[] }>(`select current_user as role, array(select email from students) as emails`));
       assert.deepEqual({ ...row }, { role: 'pds_tenant', emails: ['up@upgrade.example.edu'] });
     } finally {

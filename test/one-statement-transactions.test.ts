@@ -37,7 +37,7 @@ for (const backend of storeBackends()) {
       const [row] = await store.queryInTransaction<{ scope: string; role: string; read_only: string; echo: string }>(
         `select current_setting('pds.scope') as scope, current_user as role, current_setting('transaction_read_only') as read_only, $1::text as echo`,
         ['x'], partnerRead());
-      assert.deepEqual({ ...row }, { scope: SCOPE.universityIds[0], role: 'pds_tenant', read_only: 'on', echo: 'x' });
+      assert.deepEqual({ ...row }, { scope: SCOPE.universityIds[0], role: 'pds_app', read_only: 'on', echo: 'x' });
       const idle = await idleSession();
       assert.equal(idle.scope, null);
       assert.equal(idle.own, true, idle.role);

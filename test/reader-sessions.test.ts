@@ -49,8 +49,8 @@ for (const backend of storeBackends()) {
       return row;
     };
 
-    test('a read runs as pds_app (on a Citus node, as its reader role; on PGlite, in a transaction, as pds_tenant for one university) within its scope, and a statement with no tenant filter sees only the scope\'s rows', async () => {
-      const role = { citus: NODE_READER_ROLE, postgres: 'pds_app', pglite: 'pds_tenant' }[backend];
+    test('a read runs as pds_app (on a Citus node, as its reader role) within its scope, and a statement with no tenant filter sees only the scope\'s rows', async () => {
+      const role = backend === 'citus' ? NODE_READER_ROLE : 'pds_app';
       assert.deepEqual({ ...(await read(ONE)) }, { scope: UNIVERSITIES[0], role, visible: [UNIVERSITIES[0]] });
       assert.deepEqual((await read(BOTH)).visible, [...BOTH.universityIds].sort());
     });
@@ -141,7 +141,7 @@ if (storeBackends().includes('postgres')) {
         const offDb = new Database(transactional, 5_000);
         const [row] = await readAs<{ pid: number; role: string; visible: string[] }>(offDb, ONE,
           `select pg_backend_pid() as pid, current_user as role, ${VISIBLE}`, []);
-        assert.deepEqual({ role: row.role, visible: row.visible }, { role: 'pds_tenant', visible: [UNIVERSITIES[0]] });
+        assert.deepEqual({ role: row.role, visible: row.visible }, { role: 'pds_app', visible: [UNIVERSITIES[0]] });
         // The store's one plain session served the read: no reader pool was opened.
         const [idle] = await transactional.query<{ pid: number; own: boolean; scope: string | null }>(
           `select pg_backend_pid() as pid, current_user = session_user as own, nullif(current_setting('pds.scope', true), '') as scope`);

@@ -61,7 +61,7 @@ if (backends().includes('postgres')) {
     test('the state read of a batch visits the students it names, not every student of the university', async () => {
       const named = await h.sql<{ email: string; external_id: string | null }>(
         'select email, external_id from students where university_id = $1 order by id limit 100', [university]);
-      const [{ 'QUERY PLAN': [plan] }] = await h.db.asPartner({ universityIds: [university] }, async (tx) => {
+      const [{ 'QUERY PLAN': [plan] }] = await h.db.asUniversity(university, async (tx) => {
         // As a batch's transaction plans (src/db/locks.ts): for the arrays' actual keys.
         await tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true)`);
         return tx.query<{ 'QUERY PLAN': [{ Plan: AnalysedNode }] }>(`explain (analyze, format json) ${STUDENT_STATE_READ}`, [

@@ -50,7 +50,7 @@ const today = () => new Date().toISOString().slice(0, 10);
 async function lockAndRead(tx: Queryable, universityId: string, rows: readonly BenchStudent[]) {
   const emails = arrayLiteral(rows.map((r) => r.email));
   const [, [{ change_seq: changeSeq }], students, cohorts] = await Promise.all([
-    tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true)`),
+    tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true), set_config('random_page_cost', '1.1', true)`),
     // The lock draws the change feed's number (src/db/locks.ts), which every written row carries.
     tx.query<{ change_seq: string }>(UNIVERSITY_LOCK, [universityId]),
     // The state the service reads (src/writes/student-store.ts): every field a row may change, to tell an unchanged row.
@@ -148,7 +148,7 @@ const FLOORS: Readonly<Record<string, (tx: Queryable, universityId: string, rows
 /** Serves the floors over node:http on a free port of 127.0.0.1, for the students of `universityId`. */
 export async function startWriteFloors(store: Store, universityId: string): Promise<{ baseUrl: string; close(): Promise<void> }> {
   // The same settings the service sends for a partner transaction.
-  const settings = new Database(store, DEFAULT_STATEMENT_TIMEOUT_MS).partnerSettings({ universityIds: [universityId] });
+  const settings = new Database(store, DEFAULT_STATEMENT_TIMEOUT_MS).universitySettings(universityId);
   const server = http.createServer(async (request, response) => {
     try {
       const chunks: Buffer[] = [];

@@ -49,9 +49,9 @@ export function scopeSetting(scope: Scope): string {
 
 /**
  * Every statement the service runs goes through one of these doors, each under a role that
- * row-level security binds: partners as `pds_app` limited to their scope (in a transaction of one
- * university, as `pds_tenant` limited to it, which the planner costs right), the operator API as
- * `pds_operator`. Transactions set role and scope with SET LOCAL, so nothing leaks from one
+ * row-level security binds: partners as `pds_app` limited to their scope (a university's writes
+ * as `pds_tenant` limited to it, which the planner costs right: asUniversity), the operator API
+ * as `pds_operator`. Transactions set role and scope with SET LOCAL, so nothing leaks from one
  * request to the next on a shared session (PGlite) or a pooled connection. Partner reads on a
  * PostgreSQL server, and one university's on the Citus node holding its shard, run on reader
  * sessions instead, which hold role and scope as session state and serve nothing else
@@ -120,14 +120,34 @@ export class Database {
 
   /** The settings travel with the BEGIN of the transaction (TransactionOptions.settings). */
   partnerSettings(scope: Scope): string {
-    const universities = scopeSetting(scope);
-    const one = scope.universityIds.length === 1;
-    return settingsSql(one ? 'pds_tenant' : 'pds_app', {
+    return settingsSql('pds_app', this.scopeSettings(scopeSetting(scope)));
+  }
+
+  /**
+   * A transaction of one university's writes, as pds_tenant: bound to it by an equality, which
+   * the planner costs as one university where it takes pds_app's list of the scope for ten, so a
+   * batch's lookups by key stay lookups at a large university
+   * (src/db/migrations/009_one_university_role.sql). Reads keep pds_app: with the university's
+   * true share of the table, the planner counted a third of the students with a sequential scan,
+   * which on PGlite took 3.4 ms where pds_app's plan took 2.3 (a page with its exact total,
+   * 20,000 students).
+   */
+  asUniversity<T>(universityId: string, fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    return this.store.transaction(fn, { ...options, settings: this.universitySettings(universityId) });
+  }
+
+  /** The settings of asUniversity's transactions. */
+  universitySettings(universityId: string): string {
+    const university = scopeSetting({ universityIds: [universityId] });
+    return settingsSql('pds_tenant', { ...this.scopeSettings(university), [UNIVERSITY_SETTING]: university });
+  }
+
+  /** A partner transaction's scope (checked by scopeSetting), timeout and Citus executor. */
+  private scopeSettings(universities: string): Record<string, string> {
+    return {
       [SCOPE_SETTING]: universities,
-      // The scope's one uuid, checked by scopeSetting.
-      ...(one ? { [UNIVERSITY_SETTING]: universities } : {}),
       statement_timeout: String(Math.trunc(this.statementTimeoutMs)),
       ...CITUS_PARTNER_SETTINGS,
-    });
+    };
   }
 }

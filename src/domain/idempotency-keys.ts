@@ -77,7 +77,7 @@ interface KeyRow {
 export function claimKey(db: Database, request: KeyedRequest, now: Date): Promise<KeyClaim> {
   const claimId = randomUUID();
   const leaseEnd = seconds(now, LIMITS.idempotencyLeaseSeconds);
-  return db.asPartner({ universityIds: [request.universityId] }, async (tx) => {
+  return db.asUniversity(request.universityId, async (tx) => {
     await tx.query(`delete from idempotency_keys where ${KEY_COLUMNS} and created_at <= $4::timestamptz`,
       [...keyParams(request), seconds(now, -LIMITS.idempotencyKeySeconds)]);
     const inserted = await tx.query(
@@ -124,7 +124,7 @@ export async function completeKey(tx: Queryable, request: KeyedRequest, claimId:
 
 /** Frees the key after a write that failed (and so wrote nothing), so that a retry runs it again. */
 export async function releaseKey(db: Database, request: KeyedRequest, claimId: string): Promise<void> {
-  await db.asPartner({ universityIds: [request.universityId] }, (tx) => tx.query(
+  await db.asUniversity(request.universityId, (tx) => tx.query(
     `delete from idempotency_keys where ${KEY_COLUMNS} and claim_id = $4::uuid and response_status is null`,
     [...keyParams(request), claimId]));
 }

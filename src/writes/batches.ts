@@ -77,7 +77,7 @@ async function batchTransaction<Answer extends BatchAnswer>(
   db: Database, universityId: string, { dryRun, beforeCommit }: WriteOptions, work: (tx: Queryable) => Promise<Answer>,
 ): Promise<Answer> {
   try {
-    return await db.asPartner({ universityIds: [universityId] }, async (tx) => {
+    return await db.asUniversity(universityId, async (tx) => {
       const answer = await work(tx);
       await beforeCommit?.(tx, answer);
       if (dryRun) throw new DryRunFinished(answer);

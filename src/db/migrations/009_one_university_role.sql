@@ -1,5 +1,6 @@
--- A partner transaction of one university runs as pds_tenant, bound by `university_id =
--- pds_university()`, where pds_app is bound by `university_id = ANY (pds_scope())`. The planner
+-- A partner's write transaction, always of one university, runs as pds_tenant, bound by
+-- `university_id = pds_university()`, where pds_app is bound by `university_id = ANY
+-- (pds_scope())` (Database.asUniversity in src/db/database.ts; reads keep pds_app). The planner
 -- cannot see how many universities that array holds and takes 10: every index condition on the
 -- tenant key then counts ten descents per key, and a batch's lookup of 500 students by address
 -- was costed as 5,000 descents, so a large university was scanned whole instead (35,000
