@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { arrayLiteral } from '../src/db/array-literal.ts';
+import { BATCH_PLANNING } from '../src/db/locks.ts';
 import { STUDENT_STATE_READ } from '../src/writes/student-store.ts';
 import { Harness, backends } from './support/harness.ts';
 
@@ -62,8 +63,7 @@ if (backends().includes('postgres')) {
       const named = await h.sql<{ email: string; external_id: string | null }>(
         'select email, external_id from students where university_id = $1 order by id limit 100', [university]);
       const [{ 'QUERY PLAN': [plan] }] = await h.db.asUniversity(university, async (tx) => {
-        // As a batch's transaction plans (src/db/locks.ts): for the arrays' actual keys.
-        await tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true)`);
+        await tx.query(BATCH_PLANNING);
         return tx.query<{ 'QUERY PLAN': [{ Plan: AnalysedNode }] }>(`explain (analyze, format json) ${STUDENT_STATE_READ}`, [
           university, arrayLiteral(named.map((s) => s.email)), arrayLiteral(named.flatMap((s) => (s.external_id ? [s.external_id] : []))),
         ]);

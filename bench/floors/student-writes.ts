@@ -18,7 +18,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { arrayLiteral } from '../../src/db/array-literal.ts';
 import { Database } from '../../src/db/database.ts';
-import { UNIVERSITY_LOCK } from '../../src/db/locks.ts';
+import { BATCH_PLANNING, UNIVERSITY_LOCK } from '../../src/db/locks.ts';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, type Queryable, type Store } from '../../src/db/store.ts';
 import { valuesList } from '../../src/db/values.ts';
 import { sha256Hex } from '../../src/domain/email-register.ts';
@@ -50,7 +50,8 @@ const today = () => new Date().toISOString().slice(0, 10);
 async function lockAndRead(tx: Queryable, universityId: string, rows: readonly BenchStudent[]) {
   const emails = arrayLiteral(rows.map((r) => r.email));
   const [, [{ change_seq: changeSeq }], students, cohorts] = await Promise.all([
-    tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true), set_config('random_page_cost', '1.1', true)`),
+    // Planned as the service plans a batch.
+    tx.query(BATCH_PLANNING),
     // The lock draws the change feed's number (src/db/locks.ts), which every written row carries.
     tx.query<{ change_seq: string }>(UNIVERSITY_LOCK, [universityId]),
     // The state the service reads (src/writes/student-store.ts): every field a row may change, to tell an unchanged row.

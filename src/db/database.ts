@@ -120,7 +120,7 @@ export class Database {
 
   /** The settings travel with the BEGIN of the transaction (TransactionOptions.settings). */
   partnerSettings(scope: Scope): string {
-    return settingsSql('pds_app', this.scopeSettings(scopeSetting(scope)));
+    return settingsSql('pds_app', this.transactionSettings(scopeSetting(scope)));
   }
 
   /**
@@ -139,13 +139,13 @@ export class Database {
   /** The settings of asUniversity's transactions. */
   universitySettings(universityId: string): string {
     const university = scopeSetting({ universityIds: [universityId] });
-    return settingsSql('pds_tenant', { ...this.scopeSettings(university), [UNIVERSITY_SETTING]: university });
+    return settingsSql('pds_tenant', { ...this.transactionSettings(university), [UNIVERSITY_SETTING]: university });
   }
 
-  /** A partner transaction's scope (checked by scopeSetting), timeout and Citus executor. */
-  private scopeSettings(universities: string): Record<string, string> {
+  /** A partner transaction's settings but its role: the scope (scopeSetting's checked value), timeout and Citus executor. */
+  private transactionSettings(scope: string): Record<string, string> {
     return {
-      [SCOPE_SETTING]: universities,
+      [SCOPE_SETTING]: scope,
       statement_timeout: String(Math.trunc(this.statementTimeoutMs)),
       ...CITUS_PARTNER_SETTINGS,
     };

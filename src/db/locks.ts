@@ -28,8 +28,9 @@ export async function lockUniversity(tx: Queryable, universityId: string): Promi
 export type ChangeSeq = string;
 
 /**
- * Locks the university for a batch (answering its change number), and plans the batch's
- * statements for their actual arrays. On Citus a statement that touches several shards (the
+ * How a batch's transaction plans its statements (run by beginBatch, and by the write
+ * benchmark's floors, bench/floors/student-writes.ts): for their actual arrays, by key, and on
+ * Citus across shards in order. On Citus a statement that touches several shards (the
  * address register's claims) visits them one after another, in shard order, so two batches
  * claiming the same addresses take them in the same order and cannot deadlock across nodes;
  * elsewhere the setting is an inert placeholder.
@@ -41,10 +42,13 @@ export type ChangeSeq = string;
  * scan of the whole university to those lookups. At a university of 10,000 students on PGlite,
  * a 500-row state read scanned it in 6.4 ms, and looks its rows up by key in 3.9.
  */
+export const BATCH_PLANNING = `select set_config('plan_cache_mode', 'force_custom_plan', true),
+  set_config('random_page_cost', '1.1', true), set_config('citus.multi_shard_modify_mode', 'sequential', true)`;
+
+/** Locks the university for a batch (answering its change number), planning as BATCH_PLANNING says. */
 async function beginBatch(tx: Queryable, universityId: string): Promise<ChangeSeq> {
   const [, changeSeq] = await Promise.all([
-    tx.query(`select set_config('plan_cache_mode', 'force_custom_plan', true), set_config('random_page_cost', '1.1', true),
-      set_config('citus.multi_shard_modify_mode', 'sequential', true)`),
+    tx.query(BATCH_PLANNING),
     lockUniversity(tx, universityId),
   ]);
   return changeSeq;

@@ -73,11 +73,9 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
   // was planned, on PGlite's never-analysed tables, as a loop over every student of the
   // university per branch (measured: 200-330 ms for 500 rows).
   // A large university's analysed statistics plan the same lookups because the batch runs as
-  // pds_tenant, bound by one university's equality (src/db/migrations/009_one_university_role.sql;
-  // under pds_app's array of the scope, 35,000 students were scanned: 12–16 ms, against 2–3.5 by
-  // key). Keys hidden from the planner (behind a subquery) or one LATERAL lookup per key, tried
-  // first, filtered every student against an unhashed array or probed the wrong index on
-  // never-analysed tables: 20–300 ms.
+  // pds_tenant (src/db/migrations/009_one_university_role.sql has why). Keys hidden from the
+  // planner (behind a subquery) or one LATERAL lookup per key, tried first, filtered every
+  // student against an unhashed array or probed the wrong index on never-analysed tables: 20–300 ms.
   const [students, cohorts] = await Promise.all([tx.query<StudentRecordRow>(
     STUDENT_STATE_READ,
     [universityId, emails, arrayLiteral(externalIds)],
