@@ -62,7 +62,7 @@ function indexStudents(students: readonly StudentRecordRow[]): Pick<StudentBatch
 }
 
 export async function loadStudentState(tx: Queryable, universityId: string, rows: readonly StudentRow[]): Promise<StudentBatchState> {
-  const emails = arrayLiteral([...new Set(rows.map((r) => r.email))]);
+  const emails = [...new Set(rows.map((r) => r.email))];
   const externalIds = [...new Set(rows.flatMap((r) => (r.externalId ? [r.externalId] : [])))];
   const cohortNames = arrayLiteral([...new Set(rows.flatMap((r) => (r.cohortName ? [r.cohortName] : [])))]);
 
@@ -78,14 +78,19 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
   // student against an unhashed array or probed the wrong index on never-analysed tables: 20–300 ms.
   const [students, cohorts] = await Promise.all([tx.query<StudentRecordRow>(
     STUDENT_STATE_READ,
-    [universityId, emails, arrayLiteral(externalIds)],
+    [universityId, arrayLiteral(emails), arrayLiteral(externalIds)],
   ), tx.query<{ id: string; name: string; end_date: string }>(
     'select id, name, end_date::text from cohorts where university_id = $1 and name = any($2::text[]) order by id',
     [universityId, cohortNames])]);
-  const matchedEmails = new Set(students.map((s) => s.secondary_email ?? s.email));
-  const matchedExternalIds = new Set(students.flatMap((s) => (s.external_id ? [s.external_id] : [])));
+  // One walk of the driver's rows, whose array (an Array subclass) maps 4× slower than a plain one.
+  const matchedEmails = new Set<string>();
+  const matchedExternalIds = new Set<string>();
+  for (const s of students) {
+    matchedEmails.add(s.secondary_email ?? s.email);
+    if (s.external_id) matchedExternalIds.add(s.external_id);
+  }
   const unmatchedExternalIds = externalIds.filter((x) => !matchedExternalIds.has(x));
-  const unmatchedEmails = [...new Set(rows.map((r) => r.email))].filter((e) => !matchedEmails.has(e));
+  const unmatchedEmails = emails.filter((e) => !matchedEmails.has(e));
   // Only addresses and numbers not found at the university can belong to anyone else (none, on
   // a replay); the two lookups travel in one pipeline.
   const emailsByHash = new Map(unmatchedEmails.map((e) => [sha256Hex(e), e]));
