@@ -11,6 +11,9 @@ import { openPostgresStore } from '../src/db/postgres-store.ts';
 import { DEFAULT_STORE_TIMEOUTS, type Store, StoreUnavailableError } from '../src/db/store.ts';
 import { type ScratchDatabase, createScratchDatabase } from '../tools/scratch-database.ts';
 
+/** Values whose quotes, backslashes, commas, braces and NULL must stay data, two of a kind in one element too. */
+const LITERAL_VALUES = ['plain', 'comma,inside', 'quote"inside', 'back\\slash', 'two "quotes" and \\ two \\ slashes', '{braces}', 'NULL', '', ' spaced ', null];
+
 describe('parseArrayLiteral', () => {
   const cases: [string, (string | null)[] | null][] = [
     ['{}', []],
@@ -28,8 +31,7 @@ describe('parseArrayLiteral', () => {
   }
 
   test('reads back what arrayLiteral writes, whatever the values hold', () => {
-    const values = ['plain', 'comma,inside', 'quote"inside', 'back\\slash', '{braces}', 'NULL', '', ' spaced ', null];
-    assert.deepEqual(parseArrayLiteral(arrayLiteral(values)), values);
+    assert.deepEqual(parseArrayLiteral(arrayLiteral(LITERAL_VALUES)), LITERAL_VALUES);
   });
 });
 
@@ -60,6 +62,11 @@ if (process.env.TEST_DATABASE_URL) {
         booleans: [true, false],
         empty: [],
       });
+    });
+
+    test('PostgreSQL reads what arrayLiteral writes as the same values', async () => {
+      const [row] = await store.query<{ back: (string | null)[] }>('select $1::text[] as back', [arrayLiteral(LITERAL_VALUES)]);
+      assert.deepEqual(row.back, LITERAL_VALUES);
     });
 
     test('a session cut right after it connects fails its statement and leaves no unhandled rejection', async () => {
