@@ -21,9 +21,12 @@ export const DURATION_S = Number(process.env.BENCH_SECONDS ?? 8);
 
 export interface Throughput {
   perSecond: number;
+  /** NaN when no answer came. */
   p50Ms: number;
   p99Ms: number;
   count: number;
+  /** How long the load ran. */
+  seconds: number;
 }
 
 export interface BenchDatabase {
@@ -107,8 +110,8 @@ export interface HttpLoad {
 /** The throughput of `latencies` (ms, sorted here) answered in `seconds`, with their exact p50 and p99. */
 function throughputOf(latencies: number[], seconds: number): Throughput {
   latencies.sort((a, b) => a - b);
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  return { perSecond: latencies.length / seconds, p50Ms: at(0.5), p99Ms: at(0.99), count: latencies.length };
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
+  return { perSecond: latencies.length / seconds, p50Ms: at(0.5), p99Ms: at(0.99), count: latencies.length, seconds };
 }
 
 /**
@@ -154,12 +157,14 @@ export async function interleavedLoads<K extends string>(loads: Readonly<Record<
       rounds.get(name)!.push(await loadFor(loads[name], DURATION_S / LOAD_ROUNDS));
     }
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
   return Object.fromEntries(names.map((name) => {
     const each = rounds.get(name)!;
     const count = each.reduce((sum, t) => sum + t.count, 0);
-    const seconds = each.reduce((sum, t) => sum + t.count / t.perSecond, 0);
-    return [name, { perSecond: count / seconds, p50Ms: median(each.map((t) => t.p50Ms)), p99Ms: median(each.map((t) => t.p99Ms)), count }];
+    const seconds = each.reduce((sum, t) => sum + t.seconds, 0);
+    // A round in which no answer came (a page slower under load than a round is long) has no latencies.
+    const answered = each.filter((t) => t.count > 0);
+    return [name, { perSecond: count / seconds, p50Ms: median(answered.map((t) => t.p50Ms)), p99Ms: median(answered.map((t) => t.p99Ms)), count, seconds }];
   })) as Record<K, Throughput>;
 }
 
