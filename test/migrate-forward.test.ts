@@ -185,8 +185,8 @@ const BEFORE_TENANT_ROLE = '008_university_names.sql';
 for (const backend of storeBackends()) {
   test(`a ${backend} database at ${BEFORE_TENANT_ROLE} takes the next migration on its own, and one university's writes run as pds_tenant`, async () => {
     const testStore = await openTestStore(backend, { migratedThrough: BEFORE_TENANT_ROLE });
-    // Its own transaction, as an upgrade runs it: no setting left by an earlier file of the same run.
-    assert.deepEqual(await migrate(testStore.store), ['009_one_university_role.sql']);
+    // First in its run, as an upgrade runs it: no setting left by an earlier file of the same run.
+    assert.equal((await migrate(testStore.store))[0], '009_one_university_role.sql');
     const h = await Harness.over(backend, testStore);
     try {
       const university = (await h.admin('POST', '/universities', { name: 'Upgrade University' })).json.id as string;
