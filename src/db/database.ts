@@ -124,13 +124,9 @@ export class Database {
   }
 
   /**
-   * A transaction of one university's writes, as pds_tenant: bound to it by an equality, which
-   * the planner costs as one university where it takes pds_app's list of the scope for ten, so a
-   * batch's lookups by key stay lookups at a large university
-   * (src/db/migrations/009_one_university_role.sql). Reads keep pds_app: with the university's
-   * true share of the table, the planner counted a third of the students with a sequential scan,
-   * which on PGlite took 3.4 ms where pds_app's plan took 2.3 (a page with its exact total,
-   * 20,000 students).
+   * A transaction of one university's writes, as pds_tenant, whose policies bind it to the
+   * university by an equality the planner costs right (src/db/migrations/009_one_university_role.sql
+   * has why; docs/decisions.md, Storage and scoping, why reads keep pds_app).
    */
   asUniversity<T>(universityId: string, fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     return this.store.transaction(fn, { ...options, settings: this.universitySettings(universityId) });
