@@ -1,15 +1,17 @@
 /**
  * Rate limits (docs/decisions.md, Tokens and limits): reads 600 a minute per source IP across every list endpoint,
  * writes 60 a minute per token, and failed authentications per source IP. Counting is
- * @fastify/rate-limit's, in memory or, with REDIS_URL, shared through Redis; the headers and
- * the 429 body are the service's own. While Redis is unreachable the limits fail open.
+ * @fastify/rate-limit's, in memory or, with REDIS_URL, shared through Redis by
+ * src/http/shared-counts.ts; the headers and the 429 body are the service's own. While Redis is
+ * unreachable the limits fail open.
  */
-import rateLimit from '@fastify/rate-limit';
+import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import { apiError } from '../errors.ts';
 import { type RateLimitKind, notesOf } from './request-notes.ts';
+import { SharedCounts, redisCountServer } from './shared-counts.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -89,11 +91,28 @@ export interface RateLimitSettings {
   redisUrl?: string;
 }
 
-/** The shared counting store when REDIS_URL is set; without it counters are in memory. */
-async function countingStore(app: FastifyInstance, redisUrl: string | undefined): Promise<Redis | undefined> {
+/** Where the counts of several instances meet in Redis. */
+const REDIS_KEY_PREFIX = 'pds-rate-limit:';
+
+/**
+ * The store of the counts shared through Redis when REDIS_URL is set (@fastify/rate-limit makes
+ * it with `new`); without one, counters are in memory.
+ */
+async function sharedCounts(app: FastifyInstance, redisUrl: string | undefined): Promise<FastifyRateLimitStoreCtor | undefined> {
   if (!redisUrl) return undefined;
   const redis = connectRedis(app, redisUrl);
-  app.addHook('onClose', async () => void redis.disconnect());
+  const server = redisCountServer(redis, REDIS_KEY_PREFIX);
+  const made: SharedCounts[] = [];
+  class RedisCounts extends SharedCounts {
+    constructor() {
+      super(server);
+      made.push(this);
+    }
+  }
+  app.addHook('onClose', async () => {
+    for (const counts of made) counts.close();
+    redis.disconnect();
+  });
   // Commands are not queued, so requests served before the connection is up would go
   // uncounted: the start waits for it, but not past a refusal or the connect timeout.
   await new Promise<void>((resolve) => {
@@ -101,7 +120,7 @@ async function countingStore(app: FastifyInstance, redisUrl: string | undefined)
     redis.once('error', () => resolve());
     setTimeout(resolve, REDIS_CONNECT_TIMEOUT_MS).unref();
   });
-  return redis;
+  return RedisCounts;
 }
 
 /**
@@ -109,8 +128,8 @@ async function countingStore(app: FastifyInstance, redisUrl: string | undefined)
  * registered beside it share one set of counters).
  */
 export const rateLimits = fp(async (app: FastifyInstance, settings: RateLimitSettings) => {
-  const redis = await countingStore(app, settings.redisUrl);
-  await app.register(rateLimit, { global: false, redis, nameSpace: 'pds-rate-limit:', skipOnError: true });
+  const store = await sharedCounts(app, settings.redisUrl);
+  await app.register(rateLimit, { global: false, ...(store ? { store } : {}), skipOnError: true });
 
   const hook = (kind: RateLimitKind, max: number, keyOf: (request: FastifyRequest) => string): RateLimitHook => {
     const limiter = app.createRateLimit({ max, timeWindow: WINDOW_MS, keyGenerator: keyOf });

@@ -1,0 +1,246 @@
+/**
+ * Rate-limit counts shared through Redis (src/http/shared-counts.ts): decided in the instance far
+ * from a limit, by Redis near it; the instance's counts sent every SYNC_MS. The store's rules on
+ * a counting server in memory, on a mocked clock; then on real Redis, two instances sharing one
+ * limit, and how often a partner's requests ask Redis.
+ */
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, mock, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { type CountServer, FRESH_MS, SYNC_MS, SharedCounts, type WindowCount } from '../src/http/shared-counts.ts';
+import { Harness } from './support/harness.ts';
+
+const WINDOW_MS = 60_000;
+
+/** Redis's side, in memory, on the (mocked) clock: counts by key with their windows, and the calls made. */
+class CountingServer implements CountServer {
+  readonly counts = new Map<string, { count: number; endsAt: number }>();
+  calls = 0;
+  failing = false;
+
+  async addAndRead(key: string, by: number, windowMs: number): Promise<WindowCount> {
+    this.calls += 1;
+    if (this.failing) throw new Error('Redis is down');
+    const now = Date.now();
+    let entry = this.counts.get(key);
+    if (!entry || entry.endsAt <= now) this.counts.set(key, entry = { count: 0, endsAt: now + windowMs });
+    entry.count += by;
+    return { count: entry.count, ttlMs: entry.endsAt - now };
+  }
+
+  async read(key: string): Promise<WindowCount> {
+    this.calls += 1;
+    if (this.failing) throw new Error('Redis is down');
+    const entry = this.counts.get(key);
+    return !entry || entry.endsAt <= Date.now() ? { count: 0, ttlMs: 0 } : { count: entry.count, ttlMs: entry.endsAt - Date.now() };
+  }
+
+  countOf(key: string): number {
+    return this.counts.get(key)?.count ?? 0;
+  }
+}
+
+const incr = (store: SharedCounts, key: string, max: number) => new Promise<number>((resolve, reject) =>
+  store.incr(key, (error, result) => (error ? reject(error) : resolve(result!.current)), WINDOW_MS, max));
+const read = (store: SharedCounts, key: string, max: number) => new Promise<number>((resolve, reject) =>
+  store.read(key, (error, result) => (error ? reject(error) : resolve(result!.current)), WINDOW_MS, max));
+/** Lets the mocked timers fire and the answers they caused settle. */
+async function pass(ms: number): Promise<void> {
+  mock.timers.tick(ms);
+  for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => queueMicrotask(resolve));
+}
+
+describe('shared counts, on a counting server', () => {
+  let server: CountingServer;
+  const stores: SharedCounts[] = [];
+  const instance = () => {
+    const store = new SharedCounts(server);
+    stores.push(store);
+    return store;
+  };
+  beforeEach(() => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 });
+    server = new CountingServer();
+  });
+  afterEach(() => {
+    for (const store of stores.splice(0)) store.close();
+    mock.timers.reset();
+  });
+
+  test('a small limit asks the server on every request, so two instances refuse the third of two', async () => {
+    const [one, two] = [instance(), instance()];
+    assert.equal(await incr(one, 'read:a', 2), 1);
+    assert.equal(await incr(two, 'read:a', 2), 2);
+    assert.equal(await incr(one, 'read:a', 2), 3);
+    assert.equal(server.calls, 3);
+  });
+
+  test('up to half its limit a key is counted in the instance; past half, every request asks the server', async () => {
+    const one = instance();
+    const seen: number[] = [];
+    for (let i = 0; i < 50; i++) seen.push(await incr(one, 'read:a', 100));
+    assert.deepEqual(seen, Array.from({ length: 50 }, (_, i) => i + 1));
+    // The first request asked; the next 49 were counted here.
+    assert.equal(server.calls, 1);
+    assert.equal(server.countOf('read:a'), 1);
+    // The 51st takes the count past half: it asks, carrying the 49.
+    assert.equal(await incr(one, 'read:a', 100), 51);
+    assert.equal(server.countOf('read:a'), 51);
+    assert.equal(await incr(one, 'read:a', 100), 52);
+    assert.equal(server.calls, 3);
+  });
+
+  test('the counts of each instance reach the server within SYNC_MS, and come back to the others with their next answer', async () => {
+    const [one, two] = [instance(), instance()];
+    for (let i = 0; i < 10; i++) {
+      await incr(one, 'read:a', 1000);
+      await incr(two, 'read:a', 1000);
+    }
+    assert.equal(server.countOf('read:a'), 2);
+    await pass(SYNC_MS);
+    assert.equal(server.countOf('read:a'), 20);
+    assert.equal(await incr(one, 'read:a', 1000), 21 - 9, 'one knows its own answer, not yet two\'s last nine');
+    await pass(SYNC_MS);
+    assert.equal(await incr(one, 'read:a', 1000), 22);
+  });
+
+  test('a count older than FRESH_MS is asked again, carrying what was counted here', async () => {
+    const one = instance();
+    await incr(one, 'read:a', 1000);
+    await incr(one, 'read:a', 1000);
+    server.failing = true;
+    await pass(SYNC_MS);
+    server.failing = false;
+    // The sync failed: its count is lost, as while Redis is down. The next request past FRESH_MS asks.
+    await pass(FRESH_MS);
+    const calls = server.calls;
+    assert.equal(await incr(one, 'read:a', 1000), 2);
+    assert.equal(server.calls, calls + 1);
+  });
+
+  test('a new window starts from the server, not from the counts of the last one', async () => {
+    const one = instance();
+    await incr(one, 'read:a', 1000);
+    await pass(SYNC_MS);
+    await incr(one, 'read:a', 1000);
+    mock.timers.tick(WINDOW_MS);
+    assert.equal(await incr(one, 'read:a', 1000), 1);
+  });
+
+  test('a read is answered in the instance while the count is fresh and below half its limit', async () => {
+    const one = instance();
+    assert.equal(await read(one, 'auth-failure:a', 10), 0);
+    assert.equal(await read(one, 'auth-failure:a', 10), 0);
+    assert.equal(server.calls, 1);
+    await pass(FRESH_MS);
+    await read(one, 'auth-failure:a', 10);
+    assert.equal(server.calls, 2);
+    // Near the limit every read asks: failures elsewhere block the source here at once.
+    for (let i = 0; i < 6; i++) await incr(instance(), 'auth-failure:a', 10);
+    assert.equal(await read(one, 'auth-failure:a', 10), 0, 'still fresh and far from the limit as far as one knows');
+    await pass(FRESH_MS);
+    assert.equal(await read(one, 'auth-failure:a', 10), 6);
+    const calls = server.calls;
+    assert.equal(await read(one, 'auth-failure:a', 10), 6);
+    assert.equal(server.calls, calls + 1);
+  });
+
+  test('a server that fails fails the request (the limiter then lets it through)', async () => {
+    const one = instance();
+    server.failing = true;
+    await assert.rejects(incr(one, 'read:a', 1000), /Redis is down/);
+    await assert.rejects(read(one, 'read:a', 1000), /Redis is down/);
+  });
+
+  test('keys unused for FRESH_MS are forgotten, and the timer stops with them', async () => {
+    const one = instance();
+    await incr(one, 'read:a', 1000);
+    await incr(one, 'read:a', 1000);
+    await pass(SYNC_MS);
+    assert.equal(server.countOf('read:a'), 2);
+    await pass(FRESH_MS + SYNC_MS);
+    const calls = server.calls;
+    await pass(10 * SYNC_MS);
+    assert.equal(server.calls, calls);
+    // Forgotten: the next request asks.
+    assert.equal(await incr(one, 'read:a', 1000), 3);
+    assert.equal(server.calls, calls + 1);
+  });
+});
+
+if (process.env.TEST_REDIS_URL) {
+  describe('shared counts on Redis, through the service', () => {
+    /** A source address of its own per test, so counts left in Redis by earlier runs do not matter. */
+    const source = () => `10.7.${Math.floor(Math.random() * 256)}.${Math.floor(Math.random() * 256)}`;
+    const get = (h: Harness, from: string) => h.request({
+      method: 'GET', url: '/v1/campuses', remoteAddress: from, headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}` },
+    });
+
+    test('two instances far from a shared limit ask Redis per key and per SYNC_MS, not per request, and share their counts', async () => {
+      const settings = { readLimitPerMin: 1000, redisUrl: process.env.TEST_REDIS_URL };
+      const [one, two] = [await Harness.start('pglite', { demoStudents: 3, settings }), await Harness.start('pglite', { demoStudents: 3, settings })];
+      const redis = new Redis(process.env.TEST_REDIS_URL!);
+      const monitor = await redis.monitor();
+      try {
+        const from = source();
+        // Every script run on this source's keys (its read count, its failed authentications); the
+        // commands the scripts run inside show in MONITOR too, and are not questions.
+        let asked = 0;
+        monitor.on('monitor', (_time: string, args: string[], source: string) => {
+          if (source !== 'lua' && args.some((arg) => arg.endsWith(from))) asked += 1;
+        });
+        const started = Date.now();
+        // Each instance's first request asks; then ten bursts of ten requests at each.
+        for (const h of [one, two]) assert.equal((await get(h, from)).status, 200);
+        for (let burst = 0; burst < 10; burst++) {
+          const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => get(i % 2 === 0 ? one : two, from)));
+          assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
+        }
+        const elapsed = Date.now() - started;
+        // Each instance: its first question of each key, a read refreshed every FRESH_MS, a sync every SYNC_MS.
+        const most = 2 * (2 + Math.ceil(elapsed / FRESH_MS) + Math.ceil(elapsed / SYNC_MS) + 1);
+        // @fastify/rate-limit's own Redis store asked twice a request: 404 questions.
+        assert.ok(asked <= most, `${asked} questions in ${elapsed} ms for 202 requests (at most ${most})`);
+        await new Promise((resolve) => setTimeout(resolve, 3 * SYNC_MS));
+        const counted = new Redis(process.env.TEST_REDIS_URL!);
+        try {
+          assert.equal(Number(await counted.get(`pds-rate-limit:read:${from}`)), 202);
+        } finally {
+          await counted.quit();
+        }
+        // The next answer (one asks again once its count is past FRESH_MS, or has synced since) knows both instances' requests.
+        await new Promise((resolve) => setTimeout(resolve, FRESH_MS));
+        assert.equal((await get(one, from)).headers['ratelimit-remaining'], String(1000 - 203));
+      } finally {
+        monitor.disconnect();
+        redis.disconnect();
+        await one.close();
+        await two.close();
+      }
+    });
+
+    test('an instance sends what it counted within SYNC_MS, and past half a limit every request asks: the next instance refuses the request over it', async () => {
+      const settings = { readLimitPerMin: 6, redisUrl: process.env.TEST_REDIS_URL };
+      const [one, two] = [await Harness.start('pglite', { demoStudents: 3, settings }), await Harness.start('pglite', { demoStudents: 3, settings })];
+      const redis = new Redis(process.env.TEST_REDIS_URL!);
+      try {
+        const from = source();
+        // One asks for the first and counts the next two itself (three of six is half).
+        for (let i = 0; i < 3; i++) assert.equal((await get(one, from)).status, 200);
+        const deadline = Date.now() + 10 * SYNC_MS;
+        while (Number(await redis.get(`pds-rate-limit:read:${from}`)) !== 3) {
+          assert.ok(Date.now() < deadline, 'one\'s counts did not reach Redis');
+          await new Promise((resolve) => setTimeout(resolve, SYNC_MS / 4));
+        }
+        const statuses: number[] = [];
+        for (let i = 0; i < 4; i++) statuses.push((await get(two, from)).status);
+        assert.deepEqual(statuses, [200, 200, 200, 429]);
+        assert.equal((await get(one, from)).status, 429);
+      } finally {
+        redis.disconnect();
+        await one.close();
+        await two.close();
+      }
+    });
+  });
+}
