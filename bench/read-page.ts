@@ -16,7 +16,7 @@ import { planRead } from '../src/query/plan.ts';
 import { sentAsRows } from '../src/query/execute.ts';
 import { buildPageRowsStatement, buildPageStatement } from '../src/query/sql.ts';
 import { resourcesByName } from '../src/resources/registry.ts';
-import { type BenchDatabase, type Throughput, closedLoop, describeThroughput, interleavedLoads, startProgram, startService } from './support.ts';
+import { type BenchDatabase, type HttpLoad, REDIS_URL, type Throughput, closedLoop, describeThroughput, interleavedLoads, startProgram, startService } from './support.ts';
 
 /** Whose token reads: the demo's first university, or the consortium of the first three. */
 type Reader = 'university' | 'consortium';
@@ -54,6 +54,8 @@ export interface ReadPageResult {
   /** The floor running it under the service's role and scope. */
   scoped: Throughput;
   api: Throughput;
+  /** With BENCH_REDIS_URL and a `sharedPort`: a second instance of the service counting its rate limits in Redis (src/http/shared-counts.ts). */
+  shared?: Throughput;
   /** The service with one connection: latency without the queueing of a saturated machine. */
   alone: Throughput;
 }
@@ -64,6 +66,8 @@ export interface ReadTarget {
   bench: BenchDatabase;
   port: number;
   floorPort: number;
+  /** With BENCH_REDIS_URL, the port of the service instance whose rate limits are counted in Redis. */
+  sharedPort?: number;
 }
 
 const ratio = (x: number) => `×${x.toFixed(2)}`;
@@ -74,7 +78,7 @@ const ratio = (x: number) => `×${x.toFixed(2)}`;
  */
 export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Map<string, Map<string, ReadPageResult>>> {
   const plans = READ_PAGES.map((page) => planRead(resourcesByName.get('students')!, parseReadRequest({ queryString: page.query, method: 'GET' })));
-  const started = await Promise.all(targets.map(async ({ server, bench, port, floorPort }) => {
+  const started = await Promise.all(targets.map(async ({ server, bench, port, floorPort, sharedPort }) => {
     const { consortium, universities } = bench.demo;
     // The consortium token reads its members: the data set's first three universities (src/db/demo-data.ts).
     const readers: Record<Reader, { token: string; universityIds: string[] }> = {
@@ -101,21 +105,24 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
     // The statement alone with the service's plan caching on PostgreSQL (its reader sessions'), and
     // on Citus with the executor pool its transactions set and the planning of its node sessions.
     const unscopedParameters = server === 'Citus' ? { ...CITUS_PARTNER_SETTINGS, ...CITUS_NODE_PARAMETERS } : { plan_cache_mode: readerOf.partnerReader(readers.university).startupParameters.plan_cache_mode };
-    const [service, floor] = await Promise.all([
+    const [service, shared, floor] = await Promise.all([
       startService(bench.url, port),
+      REDIS_URL && sharedPort ? startService(bench.url, sharedPort, { REDIS_URL }) : null,
       startProgram('bench/read-floor.ts', floorPort, READ_FLOOR_BANNER, { READ_FLOOR_PAGES: JSON.stringify(floorPages), READ_FLOOR_PARAMETERS: JSON.stringify(unscopedParameters) }),
     ]);
-    return { server, readers, service, floor };
+    return { server, readers, service, shared, floor };
   }));
   const results = new Map(targets.map((t) => [t.server, new Map<string, ReadPageResult>()]));
   try {
     for (const [index, page] of READ_PAGES.entries()) {
-      for (const { server, readers, service, floor } of started) {
+      for (const { server, readers, service, shared: sharedService, floor } of started) {
         const reader = readers[page.reader];
         const request = { url: `${service.baseUrl}/v1/students?${page.query}`, headers: { authorization: `Bearer ${reader.token}` } };
-        const { unscoped, scoped, api } = await interleavedLoads({
+        const loads: Record<string, HttpLoad> = {
           unscoped: { url: `${floor.baseUrl}/unscoped/${index}` }, scoped: { url: `${floor.baseUrl}/scoped/${index}` }, api: request,
-        });
+          ...(sharedService ? { shared: { ...request, url: `${sharedService.baseUrl}/v1/students?${page.query}` } } : {}),
+        };
+        const { unscoped, scoped, api, shared } = await interleavedLoads(loads);
         // Timed here rather than by autocannon, whose latencies are whole milliseconds.
         const alone = await closedLoop(async () => {
           const response = await fetch(request.url, { headers: request.headers });
@@ -126,14 +133,17 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
         console.log(`  ${describeThroughput('floor: the statement alone', unscoped)}`);
         console.log(`  ${describeThroughput('floor: under the role and scope', scoped)}`);
         console.log(`  ${describeThroughput('service over HTTP', api)}`);
+        if (shared) console.log(`  ${describeThroughput('service over HTTP, limits counted in Redis', shared)}`);
         console.log(`  ${describeThroughput('service over HTTP, 1 connection', alone)}`);
         console.log(`  service / floor alone ${ratio(api.perSecond / unscoped.perSecond)} (aim ≥ ×0.80), / floor under the role and scope ${ratio(api.perSecond / scoped.perSecond)}; service p99 / p50 ${ratio(api.p99Ms / api.p50Ms)} (aim ≤ ×2)`);
-        results.get(server)!.set(page.label, { unscoped, scoped, api, alone });
+        if (shared) console.log(`  with limits counted in Redis: / floor alone ${ratio(shared.perSecond / unscoped.perSecond)}, / the service counting in memory ${ratio(shared.perSecond / api.perSecond)}`);
+        results.get(server)!.set(page.label, { unscoped, scoped, api, alone, ...(shared ? { shared } : {}) });
       }
     }
   } finally {
-    await Promise.all(started.map(async ({ service, floor }) => {
+    await Promise.all(started.map(async ({ service, shared, floor }) => {
       await floor.stop();
+      await shared?.stop();
       await service.stop();
     }));
   }

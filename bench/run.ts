@@ -4,7 +4,8 @@
  * BENCH_CITUS_URL (a Citus coordinator) the read pages and the writes also run on a fresh
  * database of that cluster with the same data, each page and each write round right after its
  * run on PostgreSQL so that both meet the same load on a shared machine, and are reported as
- * ratios Citus / PostgreSQL.
+ * ratios Citus / PostgreSQL. With BENCH_REDIS_URL the read pages on PostgreSQL also run through a
+ * second instance of the service that counts its rate limits in that Redis.
  */
 import { benchDeepPages, benchLargePage } from './read-depth.ts';
 import { type ReadPageResult, benchReadPages } from './read-page.ts';
@@ -42,7 +43,7 @@ try {
     cluster = await createBenchDatabase(CITUS_URL, 'pds_bench', STUDENTS);
   }
   const reads = await benchReadPages([
-    { server: 'PostgreSQL', bench, port: 18_081, floorPort: 18_091 },
+    { server: 'PostgreSQL', bench, port: 18_081, floorPort: 18_091, sharedPort: 18_092 },
     ...(cluster ? [{ server: 'Citus', bench: cluster, port: 18_084, floorPort: 18_094 }] : []),
   ]);
   await benchDeepPages(bench, 18_082);

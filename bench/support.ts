@@ -65,9 +65,12 @@ export interface ServiceProcess {
   stop(): Promise<void>;
 }
 
-export async function startService(databaseUrl: string, port: number): Promise<ServiceProcess> {
+/** Redis for the rate-limit counts of a service instance (the read benchmark runs one with it beside one without). */
+export const REDIS_URL = process.env.BENCH_REDIS_URL;
+
+export async function startService(databaseUrl: string, port: number, env: Readonly<Record<string, string>> = {}): Promise<ServiceProcess> {
   return startProgram('src/main.ts', port, 'Partner data service on', {
-    DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn',
+    ...env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn',
     PDS_READ_LIMIT_PER_MIN: '100000000', PDS_WRITE_LIMIT_PER_MIN: '100000000',
     // Throughput, not load shedding: 32 concurrent one-second offset pages on 10 connections
     // wait longer than the default 2 s for a connection, and the default answers those 503.
