@@ -61,6 +61,7 @@ type StoreCallback = (error: Error | null, result?: { current: number; ttl: numb
 export class SharedCounts {
   private readonly keys = new Map<string, KeyState>();
   private timer: NodeJS.Timeout | null = null;
+  private closed = false;
 
   constructor(private readonly server: CountServer) {}
 
@@ -113,8 +114,9 @@ export class SharedCounts {
     await Promise.all(sends);
   }
 
-  /** Stops syncing; counts not yet sent are dropped. */
+  /** Stops syncing, answers still to come included; counts not yet sent are dropped. */
   close(): void {
+    this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.keys.clear();
@@ -133,6 +135,7 @@ export class SharedCounts {
   }
 
   private answered(key: string, { count, ttlMs }: WindowCount, windowMs: number): void {
+    if (this.closed) return;
     const now = Date.now();
     const state = this.keys.get(key);
     const windowEndsAt = ttlMs > 0 ? now + ttlMs : 0;
