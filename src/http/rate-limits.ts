@@ -102,15 +102,16 @@ async function sharedCounts(app: FastifyInstance, redisUrl: string | undefined):
   if (!redisUrl) return undefined;
   const redis = connectRedis(app, redisUrl);
   const server = redisCountServer(redis, REDIS_KEY_PREFIX);
-  const made: SharedCounts[] = [];
+  // The plugin makes its one store itself; the instance is kept to stop its syncing on close.
+  let made: SharedCounts | undefined;
   class RedisCounts extends SharedCounts {
     constructor() {
       super(server);
-      made.push(this);
+      made = this;
     }
   }
   app.addHook('onClose', async () => {
-    for (const counts of made) counts.close();
+    made?.close();
     redis.disconnect();
   });
   // Commands are not queued, so requests served before the connection is up would go

@@ -1,10 +1,9 @@
 /**
  * The rate-limit counts several instances share through Redis (src/http/rate-limits.ts), as a
  * store for @fastify/rate-limit. Its own Redis store asks Redis on every request, twice for a
- * partner's (the failed-authentication check, then the read count): on the cheap page at 32
- * connections the service then answered 1,211–1,577/s against 1,632–2,544/s counting in memory
- * (the two side by side in three interleaved rounds; bench/read-page.ts measures both with
- * BENCH_REDIS_URL).
+ * partner's (the failed-authentication check, then the read count), which cost the cheap page a
+ * good part of its throughput (docs/decisions.md, Tokens and limits, has the figures;
+ * bench/read-page.ts measures it with BENCH_REDIS_URL).
  *
  * Here a key's count is decided in the instance while it is far from its limit, and exactly near
  * it, as quota-slicing gateways do:
@@ -96,22 +95,20 @@ export class SharedCounts {
   }
 
   /** Adds what the instance admitted since the last answer of each key, and forgets the keys no longer used. */
-  async sync(): Promise<void> {
+  private sync(): void {
     this.timer = null;
     const now = Date.now();
-    const sends: Promise<void>[] = [];
     for (const [key, state] of this.keys) {
       if (state.unsent > 0 && state.windowEndsAt > now) {
         const by = state.unsent;
         state.unsent = 0;
-        sends.push(this.server.addAndRead(key, by, state.windowMs).then((answer) => this.answered(key, answer, state.windowMs), () => {}));
+        this.server.addAndRead(key, by, state.windowMs).then((answer) => this.answered(key, answer, state.windowMs), () => {});
       } else if (!this.isFresh(state, now)) {
         // Unsent counts of a window that has ended count for nothing.
         this.keys.delete(key);
       }
     }
     if (this.keys.size > 0) this.schedule();
-    await Promise.all(sends);
   }
 
   /** Stops syncing, answers still to come included; counts not yet sent are dropped. */
@@ -146,7 +143,7 @@ export class SharedCounts {
 
   private schedule(): void {
     if (this.timer) return;
-    this.timer = setTimeout(() => void this.sync(), SYNC_MS);
+    this.timer = setTimeout(() => this.sync(), SYNC_MS);
     this.timer.unref();
   }
 }
