@@ -12,6 +12,9 @@
  * - Up to half, with a count Redis answered within FRESH_MS, the request is admitted here and
  *   counted; the counts admitted here go to Redis every SYNC_MS, and each answer brings the
  *   other instances' counts back.
+ * - Requests that come while the key's question is on its way, far from the limit, wait for its
+ *   answer and are decided with it, so a burst at a new or stale key asks once, not once a
+ *   request.
  * So a limit is exact wherever a refusal is near: a small limit (a test's 1 or 2) asks Redis on
  * every request, and a client whose count has reached half its limit is counted exactly by every
  * instance. Up to half, the count an instance knows leaves out the others' requests since its
@@ -41,12 +44,17 @@ export const FRESH_MS = 1_000;
 interface KeyState {
   /** The key's count as Redis last answered it. */
   counted: number;
+  /** Requests carried by questions on their way, not yet in `counted`. */
+  asked: number;
   /** Requests admitted here since, not yet added in Redis. */
   unsent: number;
   windowMs: number;
   /** When the key's window ends (Date.now() scale); 0 when Redis had no window for it. */
   windowEndsAt: number;
+  /** When Redis last answered for the key; never, for a key whose first question is on its way. */
   answeredAt: number;
+  /** The latest question on its way, settled once its answer is recorded. */
+  answer: Promise<WindowCount> | null;
 }
 
 /** The store's answer to @fastify/rate-limit: the count with this request, and the window's milliseconds left. */
@@ -66,49 +74,37 @@ export class SharedCounts {
 
   incr(key: string, callback: StoreCallback, windowMs: number, max: number): void {
     const now = Date.now();
-    const state = this.keys.get(key);
-    const open = state !== undefined && state.windowEndsAt > now;
-    if (open && this.isFresh(state, now) && !nearLimit(state.counted + state.unsent + 1, max)) {
+    const state = this.stateOf(key, windowMs);
+    const open = state.windowEndsAt > now;
+    const near = nearLimit(known(state) + 1, max);
+    if (open && this.isFresh(state, now) && !near) {
       state.unsent += 1;
       this.schedule();
-      callback(null, { current: state.counted + state.unsent, ttl: state.windowEndsAt - now });
+      callback(null, { current: known(state), ttl: state.windowEndsAt - now });
       return;
     }
+    if (this.awaitAnswer(state, near, () => this.incr(key, callback, windowMs, max), callback)) return;
+    // Counts admitted in a window that has ended count for nothing.
     const by = 1 + (open ? state.unsent : 0);
-    if (state) state.unsent = 0;
-    this.ask(key, this.server.addAndRead(key, by, windowMs), windowMs, callback);
+    state.unsent = 0;
+    this.ask(state, this.server.addAndRead(key, by, windowMs), by, callback);
   }
 
   read(key: string, callback: StoreCallback, windowMs: number, max: number): void {
     const now = Date.now();
-    const state = this.keys.get(key);
-    if (state && this.isFresh(state, now) && !nearLimit(state.counted + state.unsent, max)) {
-      callback(null, { current: state.counted + state.unsent, ttl: Math.max(0, state.windowEndsAt - now) });
+    const state = this.stateOf(key, windowMs);
+    const near = nearLimit(known(state), max);
+    if (this.isFresh(state, now) && !near) {
+      callback(null, { current: known(state), ttl: Math.max(0, state.windowEndsAt - now) });
       return;
     }
-    this.ask(key, this.server.read(key), windowMs, callback);
+    if (this.awaitAnswer(state, near, () => this.read(key, callback, windowMs, max), callback)) return;
+    this.ask(state, this.server.read(key), 0, callback);
   }
 
   /** The same store for every route: the keys are the limiter's (src/http/rate-limits.ts), route and all. */
   child(): this {
     return this;
-  }
-
-  /** Adds what the instance admitted since the last answer of each key, and forgets the keys no longer used. */
-  private sync(): void {
-    this.timer = null;
-    const now = Date.now();
-    for (const [key, state] of this.keys) {
-      if (state.unsent > 0 && state.windowEndsAt > now) {
-        const by = state.unsent;
-        state.unsent = 0;
-        this.server.addAndRead(key, by, state.windowMs).then((answer) => this.answered(key, answer, state.windowMs), () => {});
-      } else if (!this.isFresh(state, now)) {
-        // Unsent counts of a window that has ended count for nothing.
-        this.keys.delete(key);
-      }
-    }
-    if (this.keys.size > 0) this.schedule();
   }
 
   /** Stops syncing, answers still to come included; counts not yet sent are dropped. */
@@ -119,33 +115,93 @@ export class SharedCounts {
     this.keys.clear();
   }
 
+  private stateOf(key: string, windowMs: number): KeyState {
+    let state = this.keys.get(key);
+    if (state === undefined) {
+      state = { counted: 0, asked: 0, unsent: 0, windowMs, windowEndsAt: 0, answeredAt: -Infinity, answer: null };
+      if (!this.closed) this.keys.set(key, state);
+    }
+    return state;
+  }
+
+  /** Adds what the instance admitted since the last answer of each key, and forgets the keys no longer used. */
+  private sync(): void {
+    this.timer = null;
+    const now = Date.now();
+    for (const [key, state] of this.keys) {
+      if (state.unsent > 0 && state.windowEndsAt > now) {
+        const by = state.unsent;
+        state.unsent = 0;
+        this.question(state, this.server.addAndRead(key, by, state.windowMs), by).catch(() => {});
+      } else if (state.answer === null && !this.isFresh(state, now)) {
+        this.keys.delete(key);
+      }
+    }
+    if (this.keys.size > 0) this.schedule();
+  }
+
   /** Whether Redis answered for the key recently enough to decide here. */
   private isFresh(state: KeyState, now: number): boolean {
     return now - state.answeredAt < FRESH_MS;
   }
 
-  private ask(key: string, answer: Promise<WindowCount>, windowMs: number, callback: StoreCallback): void {
-    answer.then((counted) => {
-      this.answered(key, counted, windowMs);
-      callback(null, { current: counted.count, ttl: counted.ttlMs });
-    }, (error: Error) => callback(error));
+  /**
+   * Whether the request waits for the key's question on its way, to be decided again with its
+   * answer, so that a burst at a new or stale key asks once. Near the limit it does not: each
+   * request there asks for itself, so that Redis counts it exactly.
+   */
+  private awaitAnswer(state: KeyState, near: boolean, decideAgain: () => void, callback: StoreCallback): boolean {
+    if (state.answer === null || near) return false;
+    state.answer.then(decideAgain, (error: Error) => callback(error));
+    return true;
   }
 
-  private answered(key: string, { count, ttlMs }: WindowCount, windowMs: number): void {
-    if (this.closed) return;
+  private ask(state: KeyState, answer: Promise<WindowCount>, by: number, callback: StoreCallback): void {
+    this.question(state, answer, by).then(
+      (counted) => callback(null, { current: counted.count, ttl: counted.ttlMs }),
+      (error: Error) => callback(error),
+    );
+  }
+
+  /**
+   * Counts the question's requests as asked until its answer, then records the answer: Redis
+   * answers one connection's questions in order, so an answer holds every earlier question's
+   * requests and none of the later ones'.
+   */
+  private question(state: KeyState, answer: Promise<WindowCount>, by: number): Promise<WindowCount> {
+    state.asked += by;
+    const settle = () => {
+      state.asked -= by;
+      if (state.answer === recorded) state.answer = null;
+    };
+    const recorded = answer.then((counted) => {
+      settle();
+      this.answered(state, counted);
+      return counted;
+    }, (error: unknown) => {
+      settle();
+      throw error;
+    });
+    state.answer = recorded;
+    return recorded;
+  }
+
+  private answered(state: KeyState, { count, ttlMs }: WindowCount): void {
     const now = Date.now();
-    const state = this.keys.get(key);
-    const windowEndsAt = ttlMs > 0 ? now + ttlMs : 0;
-    if (state) Object.assign(state, { counted: count, windowMs, windowEndsAt, answeredAt: now });
-    else this.keys.set(key, { counted: count, unsent: 0, windowMs, windowEndsAt, answeredAt: now });
+    Object.assign(state, { counted: count, windowEndsAt: ttlMs > 0 ? now + ttlMs : 0, answeredAt: now });
     this.schedule();
   }
 
   private schedule(): void {
-    if (this.timer) return;
+    if (this.timer || this.closed) return;
     this.timer = setTimeout(() => this.sync(), SYNC_MS);
     this.timer.unref();
   }
+}
+
+/** The count a key has as far as the instance knows: Redis's last answer, the questions on their way, and its own. */
+function known(state: KeyState): number {
+  return state.counted + state.asked + state.unsent;
 }
 
 /** Whether a count is near enough its limit (past half of it) for Redis to decide. */
