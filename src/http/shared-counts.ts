@@ -116,11 +116,12 @@ export class SharedCounts {
   }
 
   private stateOf(key: string, windowMs: number): KeyState {
-    let state = this.keys.get(key);
-    if (state === undefined) {
-      state = { counted: 0, asked: 0, unsent: 0, windowMs, windowEndsAt: 0, answeredAt: -Infinity, answer: null };
-      if (!this.closed) this.keys.set(key, state);
-    }
+    const kept = this.keys.get(key);
+    if (kept !== undefined) return kept;
+    const state: KeyState = { counted: 0, asked: 0, unsent: 0, windowMs, windowEndsAt: 0, answeredAt: -Infinity, answer: null };
+    if (!this.closed) this.keys.set(key, state);
+    // The sync forgets the key if its first question fails, as every key while Redis is down.
+    this.schedule();
     return state;
   }
 
