@@ -17,22 +17,37 @@ class CountingServer implements CountServer {
   readonly counts = new Map<string, { count: number; endsAt: number }>();
   calls = 0;
   failing = false;
+  /** How many of the next calls fail. */
+  failNext = 0;
+  /** How long after counting an answer reaches the instance (a busy loop, a slow network). */
+  answerAfterMs = 0;
 
   async addAndRead(key: string, by: number, windowMs: number): Promise<WindowCount> {
-    this.calls += 1;
-    if (this.failing) throw new Error('Redis is down');
+    this.called();
     const now = Date.now();
     let entry = this.counts.get(key);
     if (!entry || entry.endsAt <= now) this.counts.set(key, entry = { count: 0, endsAt: now + windowMs });
     entry.count += by;
-    return { count: entry.count, ttlMs: entry.endsAt - now };
+    return this.answer({ count: entry.count, ttlMs: entry.endsAt - now });
   }
 
   async read(key: string): Promise<WindowCount> {
-    this.calls += 1;
-    if (this.failing) throw new Error('Redis is down');
+    this.called();
     const entry = this.counts.get(key);
-    return !entry || entry.endsAt <= Date.now() ? { count: 0, ttlMs: 0 } : { count: entry.count, ttlMs: entry.endsAt - Date.now() };
+    return this.answer(!entry || entry.endsAt <= Date.now() ? { count: 0, ttlMs: 0 } : { count: entry.count, ttlMs: entry.endsAt - Date.now() });
+  }
+
+  private called(): void {
+    this.calls += 1;
+    if (this.failing || this.failNext > 0) {
+      this.failNext = Math.max(0, this.failNext - 1);
+      throw new Error('Redis is down');
+    }
+  }
+
+  private async answer(counted: WindowCount): Promise<WindowCount> {
+    if (this.answerAfterMs > 0) await new Promise((resolve) => setTimeout(resolve, this.answerAfterMs));
+    return counted;
   }
 
   countOf(key: string): number {
@@ -40,8 +55,8 @@ class CountingServer implements CountServer {
   }
 }
 
-const incr = (store: SharedCounts, key: string, max: number) => new Promise<number>((resolve, reject) =>
-  store.incr(key, (error, result) => (error ? reject(error) : resolve(result!.current)), WINDOW_MS, max));
+const incr = (store: SharedCounts, key: string, max: number, windowMs = WINDOW_MS) => new Promise<number>((resolve, reject) =>
+  store.incr(key, (error, result) => (error ? reject(error) : resolve(result!.current)), windowMs, max));
 const read = (store: SharedCounts, key: string, max: number) => new Promise<number>((resolve, reject) =>
   store.read(key, (error, result) => (error ? reject(error) : resolve(result!.current)), WINDOW_MS, max));
 /** Lets the mocked timers fire and the answers they caused settle. */
@@ -144,6 +159,42 @@ describe('shared counts, on a counting server', () => {
     assert.equal(server.countOf('read:a'), 15);
     assert.deepEqual(await burst(10, 24), Array.from({ length: 10 }, (_, i) => 16 + i));
     assert.equal(server.calls, 16);
+  });
+
+  test('when the question a burst waits for fails, each waiting request asks for itself and is counted', async () => {
+    const one = instance();
+    server.failNext = 1;
+    const outcomes = await Promise.allSettled(Array.from({ length: 5 }, () => incr(one, 'read:a', 10)));
+    // The limiter lets the first through uncounted (skipOnError); the other four are counted.
+    assert.deepEqual(outcomes.map((o) => o.status), ['rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+    assert.equal(server.countOf('read:a'), 4);
+    assert.equal(server.calls, 5);
+  });
+
+  test('a read that asks adds the requests counted here and not yet sent', async () => {
+    const one = instance();
+    for (let i = 0; i < 5; i++) await incr(one, 'auth-failure:a', 10);
+    // The other instances' three, while the four counted here wait for the sync (its timer late).
+    await server.addAndRead('auth-failure:a', 3, WINDOW_MS);
+    mock.timers.setTime(Date.now() + FRESH_MS);
+    assert.equal(await read(one, 'auth-failure:a', 10), 8);
+  });
+
+  test('a late answer\'s window ends when Redis\'s does: requests counted here as it ends are not sent into the next window', async () => {
+    const one = instance();
+    const started = Date.now();
+    server.answerAfterMs = 200;
+    const first = incr(one, 'read:a', 1000, 1000);
+    await pass(200);
+    assert.equal(await first, 1);
+    server.answerAfterMs = 0;
+    await pass(750);
+    // 50 ms before Redis ends the window: counted here.
+    for (let i = 0; i < 3; i++) await incr(one, 'read:a', 1000, 1000);
+    await pass(SYNC_MS);
+    assert.ok(Date.now() >= started + 1000);
+    assert.deepEqual(await server.read('read:a'), { count: 0, ttlMs: 0 }, 'nothing was sent into the next window');
+    assert.equal(await incr(one, 'read:a', 1000, 1000), 1);
   });
 
   test('a read is answered in the instance while the count is fresh and below half its limit', async () => {

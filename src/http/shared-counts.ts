@@ -14,7 +14,9 @@
  *   other instances' counts back.
  * - Requests that come while the key's question is on its way, far from the limit, wait for its
  *   answer and are decided with it, so a burst at a new or stale key asks once, not once a
- *   request.
+ *   request; if the question fails, each asks for itself.
+ * - A count is as old as its question: Redis answered after it was sent, so a late answer's
+ *   window ends, and its count goes stale, no later than Redis's do.
  * So a limit is exact wherever a refusal is near: a small limit (a test's 1 or 2) asks Redis on
  * every request, and a client whose count has reached half its limit is counted exactly by every
  * instance. Up to half, the count an instance knows leaves out the others' requests since its
@@ -73,33 +75,11 @@ export class SharedCounts {
   constructor(private readonly server: CountServer) {}
 
   incr(key: string, callback: StoreCallback, windowMs: number, max: number): void {
-    const now = Date.now();
-    const state = this.stateOf(key, windowMs);
-    const open = state.windowEndsAt > now;
-    const near = nearLimit(known(state) + 1, max);
-    if (open && this.isFresh(state, now) && !near) {
-      state.unsent += 1;
-      this.schedule();
-      callback(null, { current: known(state), ttl: state.windowEndsAt - now });
-      return;
-    }
-    if (this.awaitAnswer(state, near, () => this.incr(key, callback, windowMs, max), callback)) return;
-    // Counts admitted in a window that has ended count for nothing.
-    const by = 1 + (open ? state.unsent : 0);
-    state.unsent = 0;
-    this.ask(state, this.server.addAndRead(key, by, windowMs), by, callback);
+    this.count(key, callback, windowMs, max, true);
   }
 
   read(key: string, callback: StoreCallback, windowMs: number, max: number): void {
-    const now = Date.now();
-    const state = this.stateOf(key, windowMs);
-    const near = nearLimit(known(state), max);
-    if (this.isFresh(state, now) && !near) {
-      callback(null, { current: known(state), ttl: Math.max(0, state.windowEndsAt - now) });
-      return;
-    }
-    if (this.awaitAnswer(state, near, () => this.read(key, callback, windowMs, max), callback)) return;
-    this.ask(state, this.server.read(key), 0, callback);
+    this.readCount(key, callback, windowMs, max, true);
   }
 
   /** The same store for every route: the keys are the limiter's (src/http/rate-limits.ts), route and all. */
@@ -113,6 +93,46 @@ export class SharedCounts {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.keys.clear();
+  }
+
+  /** Counts a request; `mayWait`: it may wait for the key's question on its way (once that failed, it asks itself). */
+  private count(key: string, callback: StoreCallback, windowMs: number, max: number, mayWait: boolean): void {
+    const now = Date.now();
+    const state = this.stateOf(key, windowMs);
+    dropEndedWindow(state, now);
+    const open = state.windowEndsAt > now;
+    const near = nearLimit(known(state) + 1, max);
+    if (open && this.isFresh(state, now) && !near) {
+      state.unsent += 1;
+      this.schedule();
+      callback(null, { current: known(state), ttl: state.windowEndsAt - now });
+      return;
+    }
+    if (mayWait && this.awaitAnswer(state, near, (answered) => this.count(key, callback, windowMs, max, answered))) return;
+    const by = 1 + state.unsent;
+    state.unsent = 0;
+    this.question(state, this.server.addAndRead(key, by, windowMs), by).then(
+      // The count with this request: Redis's, without the requests of questions sent after it.
+      (counted) => callback(null, { current: counted.count, ttl: counted.ttlMs }),
+      (error: Error) => callback(error),
+    );
+  }
+
+  private readCount(key: string, callback: StoreCallback, windowMs: number, max: number, mayWait: boolean): void {
+    const now = Date.now();
+    const state = this.stateOf(key, windowMs);
+    dropEndedWindow(state, now);
+    const near = nearLimit(known(state), max);
+    if (this.isFresh(state, now) && !near) {
+      callback(null, { current: known(state), ttl: Math.max(0, state.windowEndsAt - now) });
+      return;
+    }
+    if (mayWait && this.awaitAnswer(state, near, (answered) => this.readCount(key, callback, windowMs, max, answered))) return;
+    this.question(state, this.server.read(key), 0).then(
+      // Every request known here: Redis's count, the questions sent since, and the requests not yet sent.
+      (counted) => callback(null, { current: counted.ttlMs > 0 ? known(state) : counted.count, ttl: counted.ttlMs }),
+      (error: Error) => callback(error),
+    );
   }
 
   private stateOf(key: string, windowMs: number): KeyState {
@@ -147,21 +167,16 @@ export class SharedCounts {
   }
 
   /**
-   * Whether the request waits for the key's question on its way, to be decided again with its
-   * answer, so that a burst at a new or stale key asks once. Near the limit it does not: each
-   * request there asks for itself, so that Redis counts it exactly.
+   * Whether the request waits for the key's question on its way, to be decided again once it
+   * settles (`decideAgain(true)` after an answer, `false` after a failure: the request then asks
+   * for itself, so that one failed question leaves no request uncounted), so that a burst at a
+   * new or stale key asks once. Near the limit it does not wait: each request there asks for
+   * itself, so that Redis counts it exactly.
    */
-  private awaitAnswer(state: KeyState, near: boolean, decideAgain: () => void, callback: StoreCallback): boolean {
+  private awaitAnswer(state: KeyState, near: boolean, decideAgain: (answered: boolean) => void): boolean {
     if (state.answer === null || near) return false;
-    state.answer.then(decideAgain, (error: Error) => callback(error));
+    state.answer.then(() => decideAgain(true), () => decideAgain(false));
     return true;
-  }
-
-  private ask(state: KeyState, answer: Promise<WindowCount>, by: number, callback: StoreCallback): void {
-    this.question(state, answer, by).then(
-      (counted) => callback(null, { current: counted.count, ttl: counted.ttlMs }),
-      (error: Error) => callback(error),
-    );
   }
 
   /**
@@ -170,6 +185,7 @@ export class SharedCounts {
    * requests and none of the later ones'.
    */
   private question(state: KeyState, answer: Promise<WindowCount>, by: number): Promise<WindowCount> {
+    const sentAt = Date.now();
     state.asked += by;
     const settle = () => {
       state.asked -= by;
@@ -177,7 +193,7 @@ export class SharedCounts {
     };
     const recorded = answer.then((counted) => {
       settle();
-      this.answered(state, counted);
+      this.answered(state, counted, sentAt);
       return counted;
     }, (error: unknown) => {
       settle();
@@ -187,9 +203,12 @@ export class SharedCounts {
     return recorded;
   }
 
-  private answered(state: KeyState, { count, ttlMs }: WindowCount): void {
-    const now = Date.now();
-    Object.assign(state, { counted: count, windowEndsAt: ttlMs > 0 ? now + ttlMs : 0, answeredAt: now });
+  /**
+   * Records an answer as of when its question was sent: Redis answered at some point after, so
+   * the window ends no later, and the count is no older, than this says.
+   */
+  private answered(state: KeyState, { count, ttlMs }: WindowCount, sentAt: number): void {
+    Object.assign(state, { counted: count, windowEndsAt: ttlMs > 0 ? sentAt + ttlMs : 0, answeredAt: sentAt });
     this.schedule();
   }
 
@@ -198,6 +217,13 @@ export class SharedCounts {
     this.timer = setTimeout(() => this.sync(), SYNC_MS);
     this.timer.unref();
   }
+}
+
+/** A window that has ended counts for nothing: neither Redis's last count of it nor the requests admitted in it. */
+function dropEndedWindow(state: KeyState, now: number): void {
+  if (state.windowEndsAt > now) return;
+  state.counted = 0;
+  state.unsent = 0;
 }
 
 /** The count a key has as far as the instance knows: Redis's last answer, the questions on their way, and its own. */
