@@ -53,7 +53,7 @@ interface KeyState {
   windowMs: number;
   /** When the key's window ends (Date.now() scale); 0 when Redis had no window for it. */
   windowEndsAt: number;
-  /** When Redis last answered for the key; never, for a key whose first question is on its way. */
+  /** When the question Redis last answered for the key was sent (its count is no older); never, before the first answer. */
   answeredAt: number;
   /** The latest question on its way, settled once its answer is recorded. */
   answer: Promise<WindowCount> | null;
