@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { eventually } from './support/eventually.ts';
 import { ADMIN_KEY, Harness } from './support/harness.ts';
 
 interface RawResponse {
@@ -258,7 +259,7 @@ describe('the rate-limit store (Redis) down', () => {
         for (let i = 0; i < 10; i++) assert.equal((await h.get('/v1/campuses', token)).status, 200);
         // Without a queue or retries each answer takes a few milliseconds, not seconds.
         assert.ok(Date.now() - started < 2_000, `10 requests took ${Date.now() - started} ms`);
-        await until(() => logged(lines, 'rate-limit store unavailable') > 0);
+        await eventually(() => logged(lines, 'rate-limit store unavailable') > 0, 3_000, 'the store\'s failure logged');
         // Reconnection attempts go on with backoff; they are not logged again.
         await new Promise((resolve) => setTimeout(resolve, 500));
       } finally {
@@ -294,7 +295,7 @@ describe('the rate-limit store (Redis) down', () => {
         // A source of its own, so counts left in Redis by earlier runs do not matter.
         const source = `10.9.${randomBytes(1)[0]}.${randomBytes(1)[0]}`;
         const get = () => h.request({ method: 'GET', url: '/v1/campuses', remoteAddress: source, headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}` } });
-        await until(async () => (await get()).status === 429);
+        await eventually(async () => (await get()).status === 429, 3_000, 'a 429');
 
         await proxy.stop();
         const { stderr, result: statuses } = await capturingStderr(async () => {
@@ -302,14 +303,14 @@ describe('the rate-limit store (Redis) down', () => {
           const started = Date.now();
           for (let i = 0; i < 5; i++) seen.push((await get()).status);
           assert.ok(Date.now() - started < 2_000, `5 requests took ${Date.now() - started} ms`);
-          await until(() => logged(lines, 'rate-limit store unavailable') > 0);
+          await eventually(() => logged(lines, 'rate-limit store unavailable') > 0, 3_000, 'the store\'s failure logged');
           return seen;
         });
         assert.deepEqual(statuses, [200, 200, 200, 200, 200]);
         assert.deepEqual(stderr, []);
 
         await proxy.resume();
-        await until(async () => (await get()).status === 429, 5_000);
+        await eventually(async () => (await get()).status === 429, 5_000, 'a 429');
         assert.equal(logged(lines, 'rate-limit store unavailable'), 1);
         assert.equal(logged(lines, 'rate-limit store available again'), 1);
       } finally {
@@ -324,13 +325,6 @@ function logged(lines: string[], message: string): number {
   return lines.map((l) => JSON.parse(l)).filter((entry) => String(entry.msg).startsWith(message)).length;
 }
 
-async function until(condition: () => boolean | Promise<boolean>, withinMs = 3_000): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** A TCP proxy on a fixed local port that can be closed (every connection cut) and reopened. */
 class TcpProxy {

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { type CountServer, FRESH_MS, SYNC_MS, SharedCounts, type WindowCount } from '../src/http/shared-counts.ts';
+import { eventually } from './support/eventually.ts';
 import { Harness } from './support/harness.ts';
 
 const WINDOW_MS = 60_000;
@@ -249,12 +250,7 @@ if (process.env.TEST_REDIS_URL) {
     async function countReaches(from: string, count: number): Promise<void> {
       const redis = new Redis(process.env.TEST_REDIS_URL!);
       try {
-        const deadline = Date.now() + 50 * SYNC_MS;
-        let seen: number;
-        while ((seen = Number(await redis.get(`pds-rate-limit:read:${from}`))) !== count) {
-          assert.ok(Date.now() < deadline, `the count in Redis stayed at ${seen}, not ${count}`);
-          await new Promise((resolve) => setTimeout(resolve, SYNC_MS / 4));
-        }
+        await eventually(async () => Number(await redis.get(`pds-rate-limit:read:${from}`)) === count, 50 * SYNC_MS, `the count in Redis at ${count}`, SYNC_MS / 4);
       } finally {
         await redis.quit();
       }

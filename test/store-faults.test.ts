@@ -18,6 +18,7 @@ import { type DatabaseError, type Store, StoreUnavailableError, type StoreTimeou
 import { buildApp } from '../src/http/app.ts';
 import { databaseErrorToApiError } from '../src/http/sqlstates.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../tools/scratch-database.ts';
+import { eventually } from './support/eventually.ts';
 import { ADMIN_KEY, backends, Harness, openTestStore } from './support/harness.ts';
 
 function sqlError(code: string): DatabaseError {
@@ -207,14 +208,6 @@ function assertUnavailable(answer: Answer, what: string): void {
   assert.deepEqual(Object.keys(answer.body).sort(), ['code', 'details', 'hint', 'message'], what);
 }
 
-async function eventually(check: () => Promise<boolean>, withinMs: number): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!(await check())) {
-    assert.ok(Date.now() < deadline, `not recovered within ${withinMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 if (process.env.TEST_DATABASE_URL) {
   describe('store faults on postgres', () => {
     let scratch: ScratchDatabase;
@@ -266,7 +259,7 @@ if (process.env.TEST_DATABASE_URL) {
         }
         assert.ok(answers.some((a) => a.status === 503), 'no request met a killed connection');
         // A request may still meet a session killed a moment ago, before its socket's close arrives.
-        await eventually(async () => (await call(service, '/v1/students?select=id&limit=1')).status === 200, 2_000);
+        await eventually(async () => (await call(service, '/v1/students?select=id&limit=1')).status === 200, 2_000, 'the service recovered', 100);
         const write = await putStudents(service, students('after-kills', 500));
         assert.equal(write.status, 200);
         assert.equal(write.body.counts.rejected, 0);
@@ -289,7 +282,7 @@ if (process.env.TEST_DATABASE_URL) {
         await serverAdmin.unsafe(`alter database ${databaseName} allow_connections true`);
         // As after the kills above: a request may still meet a session refused a moment ago, before
         // its socket's close arrives (seen in 2 of 3 runs on a loaded machine).
-        await eventually(async () => (await call(service, '/v1/students?limit=1')).status === 200, 2_000);
+        await eventually(async () => (await call(service, '/v1/students?limit=1')).status === 200, 2_000, 'the service recovered', 100);
       } finally {
         await serverAdmin.unsafe(`alter database ${databaseName} allow_connections true`);
         await service.close();
@@ -325,7 +318,7 @@ if (process.env.TEST_DATABASE_URL) {
         }
         assert.equal((await call(service, '/healthz')).status, 200);
         port.resume();
-        await eventually(async () => (await call(service, '/v1/students?limit=5')).status === 200, 3_000);
+        await eventually(async () => (await call(service, '/v1/students?limit=5')).status === 200, 3_000, 'the service recovered', 100);
         assert.equal((await call(service, '/readyz')).status, 200);
       });
 
@@ -346,7 +339,7 @@ if (process.env.TEST_DATABASE_URL) {
           assert.ok(answer.ms < ANSWER_BOUND_MS, `answered in ${answer.ms} ms`);
         }
         port.resume();
-        await eventually(async () => (await call(service, '/v1/students?limit=5')).status === 200, 3_000);
+        await eventually(async () => (await call(service, '/v1/students?limit=5')).status === 200, 3_000, 'the service recovered', 100);
         const write = await putStudents(service, students('stalled', 500));
         assert.equal(write.status, 200);
       });

@@ -98,8 +98,7 @@ export class SharedCounts {
   /** Counts a request; `mayWait`: it may wait for the key's question on its way (once that failed, it asks itself). */
   private count(key: string, callback: StoreCallback, windowMs: number, max: number, mayWait: boolean): void {
     const now = Date.now();
-    const state = this.stateOf(key, windowMs);
-    dropEndedWindow(state, now);
+    const state = this.stateAt(key, windowMs, now);
     const open = state.windowEndsAt > now;
     const near = nearLimit(known(state) + 1, max);
     if (open && this.isFresh(state, now) && !near) {
@@ -120,8 +119,7 @@ export class SharedCounts {
 
   private readCount(key: string, callback: StoreCallback, windowMs: number, max: number, mayWait: boolean): void {
     const now = Date.now();
-    const state = this.stateOf(key, windowMs);
-    dropEndedWindow(state, now);
+    const state = this.stateAt(key, windowMs, now);
     const near = nearLimit(known(state), max);
     if (this.isFresh(state, now) && !near) {
       callback(null, { current: known(state), ttl: Math.max(0, state.windowEndsAt - now) });
@@ -135,9 +133,16 @@ export class SharedCounts {
     );
   }
 
-  private stateOf(key: string, windowMs: number): KeyState {
+  /** The key's state at `now`: a window that has ended counts for nothing, neither Redis's last count of it nor the requests admitted in it. */
+  private stateAt(key: string, windowMs: number, now: number): KeyState {
     const kept = this.keys.get(key);
-    if (kept !== undefined) return kept;
+    if (kept !== undefined) {
+      if (kept.windowEndsAt <= now) {
+        kept.counted = 0;
+        kept.unsent = 0;
+      }
+      return kept;
+    }
     const state: KeyState = { counted: 0, asked: 0, unsent: 0, windowMs, windowEndsAt: 0, answeredAt: -Infinity, answer: null };
     if (!this.closed) this.keys.set(key, state);
     // The sync forgets the key if its first question fails, as every key while Redis is down.
@@ -217,13 +222,6 @@ export class SharedCounts {
     this.timer = setTimeout(() => this.sync(), SYNC_MS);
     this.timer.unref();
   }
-}
-
-/** A window that has ended counts for nothing: neither Redis's last count of it nor the requests admitted in it. */
-function dropEndedWindow(state: KeyState, now: number): void {
-  if (state.windowEndsAt > now) return;
-  state.counted = 0;
-  state.unsent = 0;
 }
 
 /** The count a key has as far as the instance knows: Redis's last answer, the questions on their way, and its own. */
