@@ -106,6 +106,19 @@ for (const backend of storeBackends()) {
       assert.deepEqual([none.data, none.error], [null, null]);
     });
 
+    test('single() with a count carries the total in Content-Range, as any page does', async () => {
+      const [{ n }] = await h.sql<{ n: number }>('select count(*)::int as n from cohorts where university_id = $1', [university]);
+      const first = await client.from('cohorts').select('name', { count: 'exact' }).order('name').limit(1).single();
+      assert.equal(first.error, null);
+      assert.equal(typeof (first.data as { name: string }).name, 'string');
+      assert.equal(first.count, n);
+      assert.equal(first.status, 206);
+      assert.equal(lastResponse.headers.get('content-range'), `0-0/${n}`);
+      const [{ id }] = await h.sql<{ id: string }>('select id from cohorts where university_id = $1 limit 1', [university]);
+      const only = await client.from('cohorts').select('name', { count: 'exact' }).eq('id', id).single();
+      assert.deepEqual([only.status, only.count, lastResponse.headers.get('content-range')], [200, 1, '0-0/1']);
+    });
+
     test('errors come back in PostgREST\'s shape', async () => {
       const { error, status } = await client.from('students').select('nope');
       assert.equal(status, 400);

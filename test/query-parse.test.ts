@@ -179,9 +179,24 @@ describe('the page: limit, offset and Range intersected', () => {
     assert.deepEqual(page(0, 4), { offset: 0, limit: 0 });
     assert.deepEqual(page(3, -2), { offset: 0, limit: 3 });
   });
-  test('a negative limit and an inverted Range are 416 PGRST103', () => {
-    assertApiError(() => page(-1, null), 416, 'PGRST103');
-    assertApiError(() => page(null, null, { first: 5, last: 2 }), 416, 'PGRST103');
-    assertApiError(() => page(null, 20, { first: 0, last: 9 }), 416, 'PGRST103');
+  test('a negative limit and an inverted Range are 416 PGRST103, each with PostgREST\'s details', () => {
+    const negativeLimit = 'Limit should be greater than or equal to zero.';
+    const lowerAboveUpper = 'The lower boundary must be lower than or equal to the upper boundary in the Range header.';
+    const details = (run: () => unknown) => {
+      try {
+        run();
+      } catch (error) {
+        assert.ok(error instanceof ApiError);
+        assert.equal(error.status, 416);
+        assert.equal(error.code, 'PGRST103');
+        return error.details;
+      }
+      assert.fail('no error');
+    };
+    assert.equal(details(() => page(-1, null)), negativeLimit);
+    assert.equal(details(() => page(null, null, { first: 5, last: 2 })), lowerAboveUpper);
+    // A Range that is not empty itself, left empty by offset and limit.
+    assert.equal(details(() => page(null, 20, { first: 0, last: 9 })), negativeLimit);
+    assert.equal(details(() => page(1, 2, { first: 0, last: 1 })), negativeLimit);
   });
 });

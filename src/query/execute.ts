@@ -99,17 +99,19 @@ async function totalOf(tx: Queryable, plan: ReadPlan, tenants: Tenants, options:
 
 /**
  * A single object (`Accept: application/vnd.pgrst.object+json`): the page is read with at most
- * two rows; only when more than one row matches is the number counted for the error.
+ * two rows; only when more than one row matches is the number counted for the error. A count
+ * preference is answered as for any page (PostgREST checks the one row first, then the range).
  */
-async function readSingular(tx: Queryable, plan: ReadPlan, tenants: Tenants, head: boolean): Promise<ReadResult> {
+async function readSingular(tx: Queryable, plan: ReadPlan, tenants: Tenants, options: ReadOptions): Promise<ReadResult> {
   const twoAtMost: ReadPlan = { ...plan, page: { ...plan.page, limit: Math.min(plan.page.limit, 2) } };
-  const statement = buildPageStatement(twoAtMost, tenants, { exactCount: false, body: !head });
+  const statement = buildPageStatement(twoAtMost, tenants, { exactCount: false, body: !options.head });
   const [row] = await tx.query<{ page_total: number; body: string | null }>(statement.text, statement.params);
   if (row.page_total !== 1) {
     const rows = row.page_total === 0 ? 0 : Math.min(plan.page.limit, (await countedTotal(tx, plan, tenants, plan.page.offset + plan.page.limit)) - plan.page.offset);
     throw apiError('PGRST116', rows);
   }
-  return { rows: 1, total: null, body: head ? null : row.body };
+  const { total } = await totalOf(tx, plan, tenants, options);
+  return { rows: 1, total, body: options.head ? null : row.body };
 }
 
 /**
@@ -307,7 +309,7 @@ function readStreamed(db: Database, scope: Scope, plan: ReadPlan, mediaType: Str
 export function executeRead(db: Database, scope: Scope, plan: ReadPlan, options: ReadOptions): Promise<ReadResult> {
   const { mediaType } = plan;
   const tenants = scope.universityIds;
-  if (mediaType === 'singular') return db.asPartner(scope, (tx) => readSingular(tx, plan, tenants, options.head), { readOnly: true });
+  if (mediaType === 'singular') return db.asPartner(scope, (tx) => readSingular(tx, plan, tenants, options), { readOnly: true });
   if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, mediaType, options);
   return readWhole(db, scope, plan, options);
 }

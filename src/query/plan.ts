@@ -125,11 +125,9 @@ export function planPage(syntax: Pick<ReadSyntax, 'limit' | 'offset' | 'rangeHea
   const upperFromQuery = syntax.limit === null ? Infinity : offset + syntax.limit - 1;
   const lower = Math.max(offset, header?.first ?? 0);
   const upper = Math.min(upperFromQuery, header?.last ?? Infinity);
-  if (lower > upper) {
-    throw apiError('PGRST103', header
-      ? 'The lower boundary must be lower than or equal to the upper boundary in the Range header.'
-      : 'Limit should be greater than or equal to zero.');
-  }
+  // The header's range is not empty (checked above), so only limit and offset leave nothing of
+  // it: PostgREST names that case as a negative limit.
+  if (lower > upper) throw apiError('PGRST103', 'Limit should be greater than or equal to zero.');
   return { offset: lower, limit: Math.min(upper - lower + 1, LIMITS.rowsPerResponse) };
 }
 
