@@ -50,6 +50,8 @@ export function unknownResource(request: FastifyRequest): ApiError {
 
 export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks; plannedCounts: boolean }): void {
   for (const resource of resources) {
-    app.get(`/${resource.name}`, { preHandler: deps.limits.read }, readHandler(deps.db, resource, deps.plannedCounts));
+    // HEAD is declared, not left to Fastify's generated route, which would send `Content-Length: 0`
+    // for a body never built; PostgREST sends none (RFC 9110 allows only the GET's own length).
+    app.route({ method: ['GET', 'HEAD'], url: `/${resource.name}`, preHandler: deps.limits.read, handler: readHandler(deps.db, resource, deps.plannedCounts) });
   }
 }
