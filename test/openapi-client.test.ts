@@ -22,6 +22,7 @@ const MISTAKES = {
   stringLimit: { code: 'TS2322', says: "Type 'string' is not assignable to type 'number'" },
   misspeltField: { code: 'TS2561', says: "'frist_name' does not exist" },
   patchWithoutEmail: { code: 'TS2322', says: "Property 'email' is missing" },
+  columnMaybeUnselected: { code: 'TS2322', says: "Type 'string | undefined' is not assignable to type 'string'" },
 } as const;
 type Mistake = keyof typeof MISTAKES;
 
@@ -38,9 +39,11 @@ const write = { Authorization: \`Bearer \${writeToken}\` };
 
 const listed = await client.GET('/students', { params: { query: { limit: 5, order: 'email' } }, headers: read });
 if (!listed.data) throw new Error(JSON.stringify(listed.error));
-// Every column of a full row is there: no undefined to rule out.
-const emails: string[] = listed.data.map((student) => student.email);
-const graduations: (string | null)[] = listed.data.map((student) => student.graduation_date);
+// A column is there only when select names it (all are, without select): the types say so.
+const emails: string[] = listed.data.map((student) => student.email ?? '');
+const graduations: (string | null | undefined)[] = listed.data.map((student) => student.graduation_date);
+${expectError('columnMaybeUnselected')}
+const firstEmail: string = listed.data[0].email;
 
 const stringLimit = await client.GET('/students', {
   ${expectError('stringLimit')}
@@ -72,7 +75,7 @@ const patched = await client.PATCH('/students', {
 });
 
 console.log(JSON.stringify({
-  emails, graduations, stringLimitRows: stringLimit.data?.length, outcomes,
+  emails, firstEmail, graduations, stringLimitRows: stringLimit.data?.length, outcomes,
   upserted: upserted.data, misspelt: misspelt.data, patched: patched.data,
 }));
 `;

@@ -73,15 +73,6 @@ export class DescriptionValidator {
     return validate(body) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`);
   }
 
-  /** The problems of a body against a named component schema, sealed; `partial` waives `required`. */
-  schemaProblems(name: string, body: unknown, options: { partial?: boolean } = {}): string[] {
-    const ref = `#/components/schemas/${pointerEscape(name)}`;
-    const validate = options.partial
-      ? this.ajv.compile({ ...sealed(this.doc.components.schemas[name]), required: [] })
-      : this.validator(ref);
-    return validate(body) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`);
-  }
-
   /** The problems of the response headers the description names for this response (those sent). */
   headerProblems(method: string, url: string, status: number, headers: Record<string, unknown>): string[] {
     const { response } = this.response(method, url, status);

@@ -19,8 +19,12 @@ export const schemaRef = (name: string): Reference => ({ $ref: `#/components/sch
 
 const pascalCase = (name: string) => name.split('_').map((word) => word[0].toUpperCase() + word.slice(1)).join('');
 
-/** `students` → `Student`, `campuses` → `Campus`, `universities` → `University`; `alumni` stays. */
-const singular = (name: string) => name.replace(/ies$/, 'y').replace(/ses$/, 's').replace(/([^s])s$/, '$1');
+/** `students` → `Student`, `campuses` → `Campus`, `universities` → `University`; `alumni` stays. One rule applies. */
+function singular(name: string): string {
+  if (name.endsWith('ies')) return `${name.slice(0, -3)}y`;
+  if (name.endsWith('ses')) return name.slice(0, -2);
+  return name.replace(/([^s])s$/, '$1');
+}
 
 /** The name of a resource in operation ids: `students` → `Students`. */
 export const resourceTitle = (resource: Resource) => pascalCase(resource.name);
@@ -67,8 +71,9 @@ function columnSchema(column: Column): JsonSchema {
 function rowSchema(resource: Resource): JsonSchema {
   return {
     type: 'object',
-    description: `${resource.description} A full row holds every column; \`select\` narrows a row to the columns it names, under their aliases.`,
-    required: resource.columns.map((c) => c.name),
+    // No column is required: a row holds only what `select` names, so a required list would
+    // refuse every narrowed page the service sends.
+    description: `${resource.description} A full row holds every column; \`select\` narrows a row to the columns it names, under their aliases, so no column is required.`,
     properties: Object.fromEntries(resource.columns.map((c) => [c.name, columnSchema(c)])),
   };
 }
