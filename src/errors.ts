@@ -181,7 +181,7 @@ export const ERRORS = {
     text: (method: string, allow: string) => ({ message: `${method} is not allowed here.`, hint: `Allowed: ${allow}.` }),
   }),
   INVALID_BODY: define({
-    status: 400, when: 'A body that is not JSON, lacks its rows array, or breaks the operator API schema.',
+    status: 400, when: 'A body that is not JSON, holds a __proto__ or constructor.prototype key, is empty where one is needed, lacks its rows array, or breaks the operator API schema.',
     text: (message: string, hint: string | null = null) => ({ message, hint }),
   }),
   INVALID_PARAMETER: define({
@@ -189,7 +189,7 @@ export const ERRORS = {
     text: (problem: string) => ({ message: `The request is invalid: ${problem}.` }),
   }),
   UNSUPPORTED_MEDIA_TYPE: define({
-    status: 415, when: 'A write whose body is not sent as application/json.',
+    status: 415, when: 'A body (a write, or an operator request) not sent as application/json.',
     text: () => ({ message: 'Send the body as JSON with Content-Type: application/json.' }),
   }),
   PAYLOAD_TOO_LARGE: define({

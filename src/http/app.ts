@@ -18,6 +18,7 @@ import { answers } from './answered.ts';
 import { registerChangeRoutes } from './change-routes.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
+import { jsonBodies } from './json-bodies.ts';
 import { meRoute } from './me.ts';
 import { methodFallback, methodRouting } from './methods.ts';
 import { metrics, metricsEndpoint } from './metrics.ts';
@@ -90,6 +91,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   routeEveryMethod(app);
   // Before any route (@fastify/cors's included), which takes the error handler set when it is added.
   await app.register(errorHandling);
+  await app.register(jsonBodies);
   // First, so that their hooks reach every route and the 404 handler.
   await app.register(answers);
   await app.register(metrics, { store: db.store });

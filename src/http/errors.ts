@@ -17,24 +17,21 @@ function validationMessage(error: FastifyError): string {
   return `${where} does not accept the key "${String(first.params.additionalProperty)}"`;
 }
 
-function fastifyErrorToApiError(error: FastifyError): ApiError | null {
+function fastifyErrorToApiError(error: FastifyError, request: FastifyRequest): ApiError | null {
   if (error.validation) {
-    return error.validationContext === 'body'
-      ? apiError('INVALID_BODY', `The request body is invalid: ${validationMessage(error)}.`)
-      : apiError('INVALID_PARAMETER', validationMessage(error));
+    if (error.validationContext !== 'body') return apiError('INVALID_PARAMETER', validationMessage(error));
+    // src/http/json-bodies.ts reads an empty body as none.
+    return request.body === undefined
+      ? apiError('INVALID_BODY', 'The request body is empty; send a JSON document.')
+      : apiError('INVALID_BODY', `The request body is invalid: ${validationMessage(error)}.`);
   }
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return apiError('UNSUPPORTED_MEDIA_TYPE');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return apiError('PAYLOAD_TOO_LARGE');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return apiError('INVALID_BODY', 'The request body is empty; send a JSON document.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return apiError('INVALID_BODY', 'The request body does not match its Content-Length.');
-  }
-  if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
-    return apiError('INVALID_BODY', `The request body is not valid JSON: ${error.message}`);
   }
   return null;
 }
@@ -58,7 +55,7 @@ export const errorHandling = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const answer = error instanceof ApiError
       ? error
-      : fastifyErrorToApiError(error) ?? databaseErrorToApiError(error, request.body) ?? clientErrorToApiError(error);
+      : fastifyErrorToApiError(error, request) ?? databaseErrorToApiError(error, request.body) ?? clientErrorToApiError(error);
     const notes = notesOf(request);
     notes.errorCode = answer?.code ?? 'INTERNAL';
     notes.storeErrorClass = storeErrorClass(error) ?? undefined;

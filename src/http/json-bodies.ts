@@ -1,0 +1,43 @@
+/**
+ * Request bodies are JSON, parsed here for every route. Fastify's own parsers answered a body
+ * with a `__proto__` key, or with a syntax error, in one sentence that named neither ("Body is
+ * not valid JSON but content-type is set to 'application/json'"), refused an empty body even on a
+ * route that reads none (an operator's DELETE sent with a JSON Content-Type was 400 and did not
+ * revoke), and took `text/plain` as a body the operator API then read as JSON.
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import secureJson from 'secure-json-parse';
+import { apiError } from '../errors.ts';
+
+/**
+ * The body as JSON, or INVALID_BODY saying what is wrong with it. Keys that would reach an
+ * object's prototype when copied (`__proto__`, `constructor.prototype`) are refused: secure-json-parse
+ * finds them, and answers null for them (`safe`), which only the text `null` means otherwise.
+ */
+export function parseJsonBody(text: string): unknown {
+  let parsed: unknown;
+  try {
+    parsed = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error', safe: true });
+  } catch (error) {
+    // V8's message quotes the text around the fault.
+    throw apiError('INVALID_BODY', `The request body is not valid JSON: ${(error as Error).message.replace(/\.$/, '')}.`);
+  }
+  if (parsed === null && text.trim() !== 'null') {
+    throw apiError('INVALID_BODY', 'The request body holds a "__proto__" or "constructor.prototype" key, which the service refuses.');
+  }
+  return parsed;
+}
+
+export const jsonBodies = fp(async (app: FastifyInstance) => {
+  // Any other Content-Type with a body is 415 (Fastify's FST_ERR_CTP_INVALID_MEDIA_TYPE).
+  app.removeAllContentTypeParsers();
+  // An empty body is no body: a route that needs one refuses it in its own words.
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
+    try {
+      done(null, text === '' ? undefined : parseJsonBody(text as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+}, { name: 'json-bodies' });

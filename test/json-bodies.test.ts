@@ -1,0 +1,94 @@
+/**
+ * Request bodies (src/http/json-bodies.ts): JSON only; a syntax error, a key that reaches a
+ * prototype and an empty body each answered in words that say which; an empty body with a JSON
+ * Content-Type on a route that reads none is no body; any other Content-Type with a body is 415.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ApiError } from '../src/errors.ts';
+import { parseJsonBody } from '../src/http/json-bodies.ts';
+import { ADMIN_KEY, Harness } from './support/harness.ts';
+
+const PROTO_MESSAGE = 'The request body holds a "__proto__" or "constructor.prototype" key, which the service refuses.';
+
+function invalidBody(text: string): string {
+  try {
+    parseJsonBody(text);
+  } catch (error) {
+    assert.ok(error instanceof ApiError);
+    assert.deepEqual([error.status, error.code], [400, 'INVALID_BODY']);
+    return error.message;
+  }
+  assert.fail(`${text} was parsed`);
+}
+
+describe('parsing a JSON body', () => {
+  test('JSON, whatever its top level; a key named constructor without a prototype is a key', () => {
+    assert.deepEqual(parseJsonBody('{"students": [{"constructor": 1}]}'), { students: [{ constructor: 1 }] });
+    assert.equal(parseJsonBody(' null '), null);
+    assert.deepEqual(parseJsonBody('[1]'), [1]);
+  });
+  test('a syntax error says where it is', () => {
+    assert.equal(invalidBody('{"students": [}'), 'The request body is not valid JSON: Unexpected token \'}\', "{"students": [}" is not valid JSON.');
+    assert.equal(invalidBody('{"students": ['), 'The request body is not valid JSON: Unexpected end of JSON input.');
+  });
+  test('__proto__ and constructor.prototype keys are refused, at any depth', () => {
+    assert.equal(invalidBody('{"students": [{"__proto__": {"admin": true}}]}'), PROTO_MESSAGE);
+    assert.equal(invalidBody('{"a": {"constructor": {"prototype": {"x": 1}}}}'), PROTO_MESSAGE);
+    assert.equal(invalidBody('{"\\u005f_proto__": 1}'), PROTO_MESSAGE);
+  });
+});
+
+describe('bodies over HTTP', () => {
+  let h: Harness;
+  let university: { id: string; read_token: string; write_token: string };
+  const admin = { authorization: `Bearer ${ADMIN_KEY}` };
+
+  before(async () => {
+    h = await Harness.start('pglite', { demoStudents: 5 });
+    university = h.demo!.universities[0];
+  });
+  after(() => h.close());
+
+  test('a batch with a __proto__ key is 400 INVALID_BODY saying so, and nothing is written', async () => {
+    const [{ name: cohort }] = await h.sql<{ name: string }>('select name from cohorts where university_id = $1 limit 1', [university.id]);
+    const row = `{"email": "proto@example.edu", "first_name": "P", "last_name": "Q", "cohort_name": ${JSON.stringify(cohort)}, "is_alumni": false, "__proto__": {"x": 1}}`;
+    const response = await h.request({
+      method: 'PUT', url: '/v1/students', headers: { authorization: `Bearer ${university.write_token}`, 'content-type': 'application/json' },
+      payload: `{"students": [${row}]}`,
+    });
+    assert.equal(response.status, 400);
+    assert.deepEqual(response.json, { code: 'INVALID_BODY', message: PROTO_MESSAGE, details: null, hint: response.json.hint });
+    assert.deepEqual(await h.sql("select id from students where email = 'proto@example.edu'"), []);
+  });
+
+  test('malformed JSON is 400 INVALID_BODY quoting the place', async () => {
+    const response = await h.request({ method: 'POST', url: '/admin/v1/consortia', headers: { ...admin, 'content-type': 'application/json' }, payload: '{"name": }' });
+    assert.equal(response.status, 400);
+    assert.equal(response.json.code, 'INVALID_BODY');
+    assert.equal(response.json.message, 'The request body is not valid JSON: Unexpected token \'}\', "{"name": }" is not valid JSON.');
+  });
+
+  test('an empty body with a JSON Content-Type: no body where a route reads none, 400 where one is needed', async () => {
+    const jsonEmpty = { ...admin, 'content-type': 'application/json' };
+    const token = await h.admin('POST', '/tokens', { university_id: university.id, can_write: false });
+    const revoked = await h.request({ method: 'DELETE', url: `/admin/v1/tokens/${token.json.id}`, headers: jsonEmpty, payload: '' });
+    assert.equal(revoked.status, 204);
+    assert.equal((await h.get('/v1/students?limit=1', token.json.token)).status, 401);
+    const [student] = await h.sql<{ id: string }>('select id from students where university_id = $1 limit 1', [university.id]);
+    assert.equal((await h.request({ method: 'POST', url: `/admin/v1/students/${student.id}/sign-in`, headers: jsonEmpty, payload: '' })).status, 200);
+    const consortium = await h.request({ method: 'POST', url: '/admin/v1/consortia', headers: jsonEmpty, payload: '' });
+    assert.equal(consortium.status, 400);
+    assert.deepEqual([consortium.json.code, consortium.json.message], ['INVALID_BODY', 'The request body is empty; send a JSON document.']);
+  });
+
+  test('a body in any other media type is 415, and nothing is created', async () => {
+    const before = await h.sql('select id from consortia');
+    for (const type of ['text/plain', 'text/csv', 'application/x-www-form-urlencoded']) {
+      const response = await h.request({ method: 'POST', url: '/admin/v1/consortia', headers: { ...admin, 'content-type': type }, payload: '{"name": "Plain"}' });
+      assert.equal(response.status, 415, type);
+      assert.equal(response.json.code, 'UNSUPPORTED_MEDIA_TYPE');
+    }
+    assert.deepEqual(await h.sql('select id from consortia'), before);
+  });
+});
