@@ -254,10 +254,6 @@ export const ERRORS = {
       message: `The token is ${state}; only an active token can be rotated.`, hint: 'Issue a new token with POST /admin/v1/tokens.',
     }),
   }),
-  DEMO_EXISTS: define({
-    status: 409, when: 'The demo data set for that seed exists already.',
-    text: () => ({ message: 'The demo data set for this seed exists already.', hint: 'Use another seed.' }),
-  }),
 
   // The service's and the store's side.
   CONCURRENT_WRITE: define({

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { resources } from '../src/resources/registry.ts';
-import { Harness, backends } from './support/harness.ts';
+import { ADMIN_KEY, Harness, backends } from './support/harness.ts';
 
 const ERROR_KEYS = ['code', 'details', 'hint', 'message'];
 
@@ -234,13 +234,31 @@ for (const backend of backends()) {
         assert.deepEqual(tombstone, [{ email: null, erased: true }]);
       });
 
-      test('the demo endpoint builds a data set once per seed', async () => {
+      test('the demo endpoint builds a data set once per seed; asked again, it answers the same ids with fresh tokens', async () => {
         const demo = await h.admin('POST', '/demo', { students: 12, seed: 7 });
         assert.equal(demo.status, 201);
         assert.equal(demo.json.universities.length, 4);
         const students = await h.get('/v1/students?select=id', demo.json.consortium.read_token);
         assert.equal(students.json.length, 12);
-        assert.equal((await h.admin('POST', '/demo', { students: 12, seed: 7 })).status, 409);
+        const again = await h.admin('POST', '/demo', { seed: 7 });
+        assert.equal(again.status, 200);
+        const ids = (result: typeof demo) => [result.json.seed, result.json.students, result.json.consortium.id, ...result.json.universities.map((u: { id: string }) => u.id)];
+        assert.deepEqual(ids(again), ids(demo));
+        const tokens = (result: typeof demo) => [result.json.consortium.read_token, ...result.json.universities.flatMap((u: { read_token: string; write_token: string }) => [u.read_token, u.write_token])];
+        assert.equal(new Set([...tokens(demo), ...tokens(again)]).size, 18);
+        for (const token of [...tokens(demo), ...tokens(again)]) assert.equal((await h.get('/v1/universities?select=id', token)).status, 200);
+        assert.equal((await h.get('/v1/students?select=id', again.json.consortium.read_token)).json.length, 12);
+      });
+
+      test('a bare demo call, with no body or with {}, answers the data set loaded already (the default seed\'s) with tokens', async () => {
+        const loadedIds = h.demo!.universities.map((u) => u.id);
+        const bare = await h.request({ method: 'POST', url: '/admin/v1/demo', headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+        const empty = await h.request({ method: 'POST', url: '/admin/v1/demo', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }, payload: '{}' });
+        for (const answer of [bare, empty]) {
+          assert.equal(answer.status, 200, answer.body);
+          assert.deepEqual(answer.json.universities.map((u: { id: string }) => u.id), loadedIds);
+          assert.equal((await h.get('/v1/students?select=id&limit=1', answer.json.universities[0].write_token)).status, 200);
+        }
       });
     });
   });

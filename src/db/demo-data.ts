@@ -12,7 +12,7 @@ import { INTAKE_TERMS, STUDY_MODES } from '../resources/write-shapes.ts';
 import type { Queryable } from './store.ts';
 
 
-const DEMO_DEFAULTS = { students: 300, seed: 42 } as const;
+export const DEMO_DEFAULTS = { students: 300, seed: 42 } as const;
 export const DEMO_MAX_STUDENTS = 200_000;
 
 /** A deterministic uuid and a deterministic integer in [0, 2^28) from a text key. */

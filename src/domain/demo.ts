@@ -1,5 +1,5 @@
 /** Tokens for the demo data set of src/db/demo-data.ts: what `npm start` prints and the operator's demo call answers. */
-import { type DemoOrganisations, demoOrganisations, loadDemoData } from '../db/demo-data.ts';
+import { DEMO_DEFAULTS, type DemoOrganisations, demoExists, demoOrganisations, loadDemoData } from '../db/demo-data.ts';
 import type { Queryable } from '../db/store.ts';
 import { issueToken } from './tokens.ts';
 
@@ -31,12 +31,30 @@ export async function issueDemoStartTokens(tx: Queryable): Promise<DemoUniversit
   return withTokens(tx, first, { read: 'demo start', write: 'demo start' });
 }
 
-/** The demo data set with a read and a write token per university and a consortium token. */
-export async function loadDemo(tx: Queryable, options: { students?: number; seed?: number } = {}): Promise<DemoResult> {
-  const { students, seed } = await loadDemoData(tx, options);
+/** The demo data set of `seed` with a read and a write token per university and a consortium token. */
+async function demoWithTokens(tx: Queryable, seed: number, students: number): Promise<DemoResult> {
   const { consortium, universities } = await demoOrganisations(tx, seed);
   const tokens: DemoUniversity[] = [];
   for (const university of universities) tokens.push(await withTokens(tx, university, { read: 'demo read', write: 'demo write' }));
   const consortiumToken = await issueToken(tx, { consortiumId: consortium.id, label: 'demo consortium' });
   return { seed, students, consortium: { ...consortium, read_token: consortiumToken.token }, universities: tokens };
+}
+
+/** Loads the demo data set of `options.seed` (src/db/demo-data.ts) and issues its tokens. */
+export async function loadDemo(tx: Queryable, options: { students?: number; seed?: number } = {}): Promise<DemoResult> {
+  const { students, seed } = await loadDemoData(tx, options);
+  return demoWithTokens(tx, seed, students);
+}
+
+/**
+ * The demo data set of `seed` loaded already, with fresh tokens, or null: a data set is its
+ * seed's, so asking again answers the same ids. `students` counts the consortium members'
+ * students as they stand.
+ */
+export async function loadedDemo(tx: Queryable, seed: number = DEMO_DEFAULTS.seed): Promise<DemoResult | null> {
+  if (!await demoExists(tx, seed)) return null;
+  const { consortium } = await demoOrganisations(tx, seed);
+  const [{ n }] = await tx.query<{ n: string }>(
+    'select count(*)::text as n from students s join universities u on u.id = s.university_id where u.consortium_id = $1', [consortium.id]);
+  return demoWithTokens(tx, seed, Number(n));
 }

@@ -1,11 +1,11 @@
 /**
- * POST /demo on the operator API: loads a demo university with generated students, once per seed.
+ * POST /demo on the operator API: loads the demo data set of a seed with generated students (201),
+ * or answers the one loaded already (200); fresh tokens either way.
  */
 import { type FastifyPluginAsyncTypebox, type Static, Type } from '@fastify/type-provider-typebox';
 import type { Database } from '../../db/database.ts';
-import { DEMO_MAX_STUDENTS, demoExists } from '../../db/demo-data.ts';
-import { loadDemo } from '../../domain/demo.ts';
-import { apiError } from '../../errors.ts';
+import { DEMO_MAX_STUDENTS } from '../../db/demo-data.ts';
+import { loadDemo, loadedDemo } from '../../domain/demo.ts';
 import { closedBody } from './schemas.ts';
 
 const demoOptions = closedBody({
@@ -18,11 +18,10 @@ const demoBody = Type.Unsafe<Static<typeof demoOptions> | null>({ ...demoOptions
 export const demoRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
   app.post('/demo', { schema: { body: demoBody } }, async (request, reply) => {
     const input = request.body ?? {};
-    const result = await db.asOperator(async (tx) => {
-      if (await demoExists(tx, input.seed)) throw apiError('DEMO_EXISTS');
-      return loadDemo(tx, input);
+    return db.asOperator(async (tx) => {
+      const loaded = await loadedDemo(tx, input.seed);
+      reply.code(loaded ? 200 : 201);
+      return loaded ?? loadDemo(tx, input);
     });
-    reply.code(201);
-    return result;
   });
 };
