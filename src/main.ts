@@ -1,10 +1,11 @@
 /**
- * `npm start`: locks the embedded data folder, opens the store (PGlite in PDS_DATA_DIR unless
- * DATABASE_URL is set), migrates it, binds the port, then fills a new embedded store with demo
- * data and prints how to call the service on standard error (standard output is JSON log lines
- * only). A start that cannot have the folder or the port says so in one line and exits 1 before
- * any demo token is issued.
+ * `npm start`: checks that the port can be bound, locks the embedded data folder, opens the store
+ * (PGlite in PDS_DATA_DIR unless DATABASE_URL is set), migrates it, binds the port, then fills a
+ * new embedded store with demo data and prints how to call the service on standard error
+ * (standard output is JSON log lines only). A start that cannot have the port says so in one line
+ * and exits 1 before it writes anything; one that cannot have the folder, before it opens the store.
  */
+import { createServer } from 'node:net';
 import { readConfig } from './config.ts';
 import { DataDirInUseError, lockDataDir } from './db/data-dir-lock.ts';
 import { Database } from './db/database.ts';
@@ -19,7 +20,27 @@ function refuseToStart(message: string): never {
   process.exit(1);
 }
 
+/** The one line for an address this process cannot listen on; other errors are not the address's. */
+function listenRefusal(error: unknown, config: { port: number; host: string }): string | null {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') return `Port ${config.port} on ${config.host} is in use by another process; stop it or set PORT to a free port.`;
+  if (code === 'EACCES' || code === 'EADDRNOTAVAIL') return `Cannot listen on ${config.host}:${config.port} (${code}); set PORT and HOST to an address this process may use.`;
+  return null;
+}
+
+/** Binds the address and lets it go: a start that could not serve stops before it creates or migrates a store. */
+async function checkAddress(config: { port: number; host: string }): Promise<void> {
+  const probe = createServer();
+  try {
+    await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(config.port, config.host, resolve));
+  } catch (error) {
+    refuseToStart(listenRefusal(error, config) ?? String(error));
+  }
+  await new Promise((resolve) => probe.close(resolve));
+}
+
 const config = readConfig();
+await checkAddress(config);
 if (!config.databaseUrl) {
   try {
     lockDataDir(config.dataDir);
@@ -36,19 +57,17 @@ const store = await openStore({
 await migrate(store);
 const db = new Database(store, config.statementTimeoutMs);
 
-// The port is bound before demo tokens are issued, so a start that cannot serve revokes none of
-// the running instance's (migrations are idempotent; the embedded folder is this process's alone).
+// The port is bound before demo tokens are issued, so a start whose address was taken after
+// checkAddress revokes none of the running instance's (migrations are idempotent).
 const app = await buildApp(config, db);
 try {
   await app.listen({ port: config.port, host: config.host });
 } catch (error) {
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'EADDRNOTAVAIL') throw error;
+  const refusal = listenRefusal(error, config);
+  if (!refusal) throw error;
   await app.close();
   await store.close();
-  refuseToStart(code === 'EADDRINUSE'
-    ? `Port ${config.port} on ${config.host} is in use by another process; stop it or set PORT to a free port.`
-    : `Cannot listen on ${config.host}:${config.port} (${code}); set PORT and HOST to an address this process may use.`);
+  refuseToStart(refusal);
 }
 
 let demo: DemoUniversity | null = null;

@@ -6,10 +6,11 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { DATA_DIR_LOCK_FILE } from '../src/db/data-dir-lock.ts';
 import { CONFIG_DEFAULTS } from '../src/config.ts';
@@ -102,7 +103,7 @@ describe('npm start and its data folder and port', () => {
     assert.equal(await status(port, firstToken), 200);
   });
 
-  test('a start on a busy port says to set PORT, exits 1 and issues no demo token', async () => {
+  test('a start on a busy port says to set PORT, exits 1 and writes nothing: no token, no new data folder', async () => {
     const otherDir = await folder();
     const second = start(otherDir, port);
     assert.match(await refused(second), /Port \d+ .* in use .* set PORT/);
@@ -113,6 +114,10 @@ describe('npm start and its data folder and port', () => {
     } finally {
       await store.close();
     }
+    const newDir = join(await mkdtemp(join(tmpdir(), 'pds-process-')), 'data');
+    folders.push(dirname(newDir));
+    assert.match(await refused(start(newDir, port)), /Port \d+ .* in use .* set PORT/);
+    assert.equal(existsSync(newDir), false, 'the data folder was created');
   });
 
   test('standard output is JSON lines only: the banner is on standard error', async () => {
