@@ -1,15 +1,16 @@
 /**
  * The Accept header (src/query/media-types.ts): reads answer JSON, the single object or CSV by
- * q-values, wildcards and lists; writes answer JSON only; anything else is 406 PGRST107 with the
- * documented body, before a read runs or a write is applied.
+ * q-values, wildcards and lists, the JSON forms also with nulls stripped; writes answer JSON
+ * only; anything else is 406 PGRST107 with the documented body, before a read runs or a write is
+ * applied.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ApiError } from '../src/errors.ts';
-import { type ReadMediaType, negotiateReadMediaType, requireJsonAccept } from '../src/query/media-types.ts';
+import { READ_MEDIA_TYPES, type ReadMediaType, STRIPPED_MEDIA_TYPES, negotiateRead, requireJsonAccept } from '../src/query/media-types.ts';
 import { Harness } from './support/harness.ts';
 
-const READ_CHOICES: [string | undefined, ReadMediaType][] = [
+const READ_CHOICES: [string | undefined, ReadMediaType | 'json stripped' | 'singular stripped'][] = [
   [undefined, 'json'],
   ['', 'json'],
   ['application/json', 'json'],
@@ -34,6 +35,13 @@ const READ_CHOICES: [string | undefined, ReadMediaType][] = [
   ['*/*;q=0.5, application/vnd.pgrst.object+json', 'singular'],
   ['Application/Vnd.Pgrst.Object+JSON', 'singular'],
   ['application/vnd.pgrst.object+json; charset=utf-8', 'singular'],
+  // PostgREST's array type is JSON; with nulls=stripped, either JSON form leaves out null members.
+  ['application/vnd.pgrst.array+json', 'json'],
+  ['application/vnd.pgrst.array+json;nulls=stripped', 'json stripped'],
+  ['application/vnd.pgrst.array+json; nulls=stripped', 'json stripped'],
+  ['application/vnd.pgrst.object+json;nulls=stripped', 'singular stripped'],
+  ['application/vnd.pgrst.array+json;nulls=stripped;q=0, application/json', 'json'],
+  ['text/csv;q=0.5, application/vnd.pgrst.array+json;nulls=stripped', 'json stripped'],
 ];
 
 const REFUSED = [
@@ -44,9 +52,10 @@ const REFUSED = [
   'application/geo+json',
   'application/json;q=0',
   'text/csv; charset=iso-8859-1',
+  'application/vnd.pgrst.array+json;nulls=kept',
+  'text/csv;nulls=stripped',
   'application/json;q=0, application/*',
   'application/json;q=0, text/csv;q=0, */*',
-  'application/vnd.pgrst.object+json;nulls=stripped',
 ];
 
 function assertRefused(accept: string, run: () => unknown): void {
@@ -62,11 +71,13 @@ function assertRefused(accept: string, run: () => unknown): void {
 describe('negotiating a read', () => {
   for (const [accept, chosen] of READ_CHOICES) {
     test(`${accept === undefined ? '(no Accept)' : JSON.stringify(accept)} → ${chosen}`, () => {
-      assert.equal(negotiateReadMediaType(accept), chosen);
+      const [mediaType, stripped] = chosen.split(' ') as [ReadMediaType, string?];
+      const contentType = stripped ? STRIPPED_MEDIA_TYPES[mediaType as keyof typeof STRIPPED_MEDIA_TYPES] : READ_MEDIA_TYPES[mediaType];
+      assert.deepEqual(negotiateRead(accept), { mediaType, nullsStripped: stripped !== undefined, contentType });
     });
   }
   for (const accept of REFUSED) {
-    test(`${JSON.stringify(accept)} → 406 PGRST107`, () => assertRefused(accept, () => negotiateReadMediaType(accept)));
+    test(`${JSON.stringify(accept)} → 406 PGRST107`, () => assertRefused(accept, () => negotiateRead(accept)));
   }
 });
 
@@ -98,7 +109,7 @@ describe('Accept over HTTP', () => {
         code: 'PGRST107',
         message: `None of these media types are available: ${accept}`,
         details: null,
-        hint: 'Accept application/json, application/vnd.pgrst.object+json, text/csv.',
+        hint: 'Accept application/json, application/vnd.pgrst.array+json, application/vnd.pgrst.object+json, text/csv.',
       });
     }
   });

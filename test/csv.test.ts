@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Scope } from '../src/db/database.ts';
-import type { ReadMediaType } from '../src/query/media-types.ts';
+import { READ_MEDIA_TYPES, type ReadMediaType } from '../src/query/media-types.ts';
 import { planRead } from '../src/query/plan.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { buildPageStatement } from '../src/query/sql.ts';
@@ -50,7 +50,8 @@ for (const backend of storeBackends()) {
 
     /** The page statement's body for `query` in `mediaType`, run in the university's scope. */
     async function pageBody(resource: string, query: string, mediaType: ReadMediaType): Promise<string> {
-      const plan = planRead(resourcesByName.get(resource)!, { ...parseReadRequest({ queryString: query, method: 'GET' }), mediaType });
+      const representation = { mediaType, nullsStripped: false, contentType: READ_MEDIA_TYPES[mediaType] };
+      const plan = planRead(resourcesByName.get(resource)!, { ...parseReadRequest({ queryString: query, method: 'GET' }), representation });
       const statement = buildPageStatement(plan, scope.universityIds, { exactCount: false, body: true });
       const [row] = await h.db.asPartner(scope, (tx) => tx.query<{ body: string }>(statement.text, statement.params));
       return row.body;

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { READ_MEDIA_TYPES, mediaTypeName } from '../src/query/media-types.ts';
+import { READ_MEDIA_TYPES, STRIPPED_MEDIA_TYPES, mediaTypeName, mediaTypeWithParameters } from '../src/query/media-types.ts';
 import { resources } from '../src/resources/registry.ts';
 import type { DemoUniversity } from '../src/domain/demo.ts';
 import { Harness, type Response, backends } from './support/harness.ts';
@@ -69,6 +69,16 @@ for (const backend of backends()) {
       assert.equal(partial.status, 206);
       assert.match(String(partial.headers['content-range']), /^0-1\/\d+$/);
       assertMatches('GET', '/v1/students', partial);
+    });
+
+    test('pages and single objects with nulls stripped match under their own media types', async () => {
+      for (const contentType of Object.values(STRIPPED_MEDIA_TYPES)) {
+        const accept = mediaTypeWithParameters(contentType);
+        const url = `/v1/students?select=id,phone,graduation_date&limit=${contentType === STRIPPED_MEDIA_TYPES.json ? 5 : 1}`;
+        const res = await h.get(url, north.read_token, { accept });
+        assert.equal(res.headers['content-type'], contentType);
+        assertMatches('GET', url, res, accept);
+      }
     });
 
     test('every student write outcome matches, rejected rows sent without an email included', async () => {

@@ -119,6 +119,27 @@ for (const backend of storeBackends()) {
       assert.deepEqual([only.status, only.count, lastResponse.headers.get('content-range')], [200, 1, '0-0/1']);
     });
 
+    test('stripNulls() leaves out null members, of a page and of a single object, and says so in Content-Type', async () => {
+      const columns = 'id, email, phone, graduation_date, external_id';
+      const full = await client.from('students').select(columns).order('id').limit(20);
+      assert.equal(full.error, null);
+      const withoutNulls = (row: Record<string, unknown>) => Object.fromEntries(Object.entries(row).filter(([, value]) => value !== null));
+      assert.ok(full.data!.some((row: Record<string, unknown>) => Object.values(row).includes(null)), 'the page has nulls to strip');
+      const stripped = await client.from('students').select(columns).order('id').limit(20).stripNulls();
+      assert.equal(stripped.error, null);
+      assert.equal(lastResponse.headers.get('content-type'), 'application/vnd.pgrst.array+json;nulls=stripped; charset=utf-8');
+      assert.deepEqual(stripped.data, full.data!.map(withoutNulls));
+      const one = full.data!.find((row: Record<string, unknown>) => Object.values(row).includes(null)) as { id: string };
+      const single = await client.from('students').select(columns).eq('id', one.id).single().stripNulls();
+      assert.equal(single.error, null);
+      assert.equal(lastResponse.headers.get('content-type'), 'application/vnd.pgrst.object+json;nulls=stripped; charset=utf-8');
+      assert.deepEqual(single.data, withoutNulls(one));
+      const streamed = await client.from('students').select(columns).order('id').limit(1001).stripNulls();
+      assert.equal(streamed.error, null);
+      assert.deepEqual(streamed.data!.slice(0, 20), full.data!.map(withoutNulls));
+      assert.ok(streamed.data!.every((row: Record<string, unknown>) => !Object.values(row).includes(null)));
+    });
+
     test('errors come back in PostgREST\'s shape', async () => {
       const { error, status } = await client.from('students').select('nope');
       assert.equal(status, 400);

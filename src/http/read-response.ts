@@ -6,7 +6,6 @@
  */
 import { apiError } from '../errors.ts';
 import type { ReadResult } from '../query/execute.ts';
-import { READ_MEDIA_TYPES } from '../query/media-types.ts';
 import type { ReadPlan } from '../query/plan.ts';
 
 export interface ReadResponseHead {
@@ -23,7 +22,7 @@ export function readResponseHead(plan: ReadPlan, result: Pick<ReadResult, 'rows'
       .withHeaders({ 'content-range': `*/${totalPart}` });
   }
   const headers: Record<string, string> = {
-    'content-type': READ_MEDIA_TYPES[plan.mediaType],
+    'content-type': plan.contentType,
     'content-range': `${rangePart}/${totalPart}`,
   };
   if (plan.preferenceApplied.length > 0) headers['preference-applied'] = plan.preferenceApplied.join(', ');

@@ -52,6 +52,10 @@ export interface ReadPlan {
   readonly count: CountPreference | null;
   readonly preferenceApplied: readonly string[];
   readonly mediaType: ReadMediaType;
+  /** Whether each JSON object leaves out its null members (`nulls=stripped`). */
+  readonly nullsStripped: boolean;
+  /** The answer's Content-Type. */
+  readonly contentType: string;
 }
 
 /** The types a `select` cast may name, and the SQL each stands for. */
@@ -151,6 +155,6 @@ export function planRead(resource: Resource, syntax: ReadSyntax): ReadPlan {
     page: planPage(syntax),
     count: syntax.count,
     preferenceApplied: syntax.preferenceApplied,
-    mediaType: syntax.mediaType,
+    ...syntax.representation,
   };
 }

@@ -3,7 +3,7 @@
  * headers, each read by its own module. Errors come in that order (414, then the query string's,
  * then Prefer's, then 406 for an Accept no read can answer).
  */
-import { negotiateReadMediaType } from './media-types.ts';
+import { negotiateRead } from './media-types.ts';
 import { parsePreferences } from './preferences.ts';
 import { parseQueryParams } from './query-params.ts';
 import { decodeQueryString } from './query-string.ts';
@@ -25,6 +25,6 @@ export function parseReadRequest(input: ReadRequestInput): ReadSyntax {
     ...parseQueryParams(decodeQueryString(input.queryString)),
     rangeHeader: input.method === 'GET' ? parseRangeHeader(input.rangeHeader) : null,
     ...parsePreferences(input.preferHeader),
-    mediaType: negotiateReadMediaType(input.acceptHeader),
+    representation: negotiateRead(input.acceptHeader),
   };
 }

@@ -141,8 +141,14 @@ export function rowJsonSql(output: readonly OutputColumn[], params: Parameters, 
   return `json_build_object(${output.map((o, i) => `${params.add(o.key)}::text, ${valueOf(o, i)}`).join(', ')})`;
 }
 
+/**
+ * A page row's JSON object, without its null members for `nulls=stripped`: json_strip_nulls, as
+ * PostgREST strips them, also from objects nested in a value (a jsonb column's).
+ */
+const strippedIfAsked = (plan: ReadPlan, json: string) => (plan.nullsStripped ? `json_strip_nulls(${json})` : json);
+
 /** A pds_page row's JSON object, from its columns c0…cn. */
-const pageRowJsonSql = (plan: ReadPlan, params: Parameters) => rowJsonSql(plan.output, params, (_, i) => `c${i}`);
+const pageRowJsonSql = (plan: ReadPlan, params: Parameters) => strippedIfAsked(plan, rowJsonSql(plan.output, params, (_, i) => `c${i}`));
 
 /** The page's rows, as columns c0…cn unless `columns` says what each row is. */
 function pageSql(plan: ReadPlan, tenants: Tenants, params: Parameters, columns = plan.output.map((o, i) => `${outputSql(o, params)} AS c${i}`).join(', ')): string {
@@ -235,7 +241,7 @@ export function buildPageStatement(plan: ReadPlan, tenants: Tenants, options: { 
  */
 export function buildPageRowsStatement(plan: ReadPlan, tenants: Tenants): Statement {
   const params = new Parameters();
-  const row = `${rowJsonSql(plan.output, params)}::text AS row`;
+  const row = `${strippedIfAsked(plan, rowJsonSql(plan.output, params))}::text AS row`;
   return { text: pageSql(plan, tenants, params, row), params: params.values };
 }
 

@@ -2,7 +2,7 @@
  * The syntax tree of a read request, as parsed from the query string (src/query/query-params.ts)
  * and the Range, Prefer and Accept headers (range.ts, preferences.ts, media-types.ts).
  */
-import type { ReadMediaType } from './media-types.ts';
+import type { ReadRepresentation } from './media-types.ts';
 
 export interface JsonStep {
   readonly arrow: '->' | '->>';
@@ -77,6 +77,9 @@ export interface ReadSyntax {
   readonly rangeHeader: { readonly first: number; readonly last: number | null } | null;
   readonly count: CountPreference | null;
   readonly preferenceApplied: readonly string[];
-  /** What the Accept header chose: a JSON array, one object (`application/vnd.pgrst.object+json`) or CSV. */
-  readonly mediaType: ReadMediaType;
+  /**
+   * What the Accept header chose: a JSON array, one object (`application/vnd.pgrst.object+json`)
+   * or CSV, the JSON forms with or without their objects' null members.
+   */
+  readonly representation: ReadRepresentation;
 }

@@ -6,7 +6,7 @@
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { CHANGE_FEED_DEFAULTS, LIMITS } from '../../limits.ts';
 import type { Feed } from '../../query/changes.ts';
-import { READ_MEDIA_TYPES, type ReadMediaType, mediaTypeName } from '../../query/media-types.ts';
+import { READ_MEDIA_TYPES, type ReadMediaType, STRIPPED_MEDIA_TYPES, mediaTypeName, mediaTypeWithParameters } from '../../query/media-types.ts';
 import { type Resource, resources, resourcesByName } from '../../resources/registry.ts';
 import { WRITABLE_RESOURCES, type WritableResource } from '../../resources/write-shapes.ts';
 import type { WriteMode } from '../../writes/batch.ts';
@@ -42,15 +42,19 @@ export interface DocumentedOperation {
 
 const READ_PARAMETERS: readonly ParameterName[] = ['select', 'order', 'limit', 'offset', 'or', 'and', 'not.or', 'not.and', 'Range', 'Prefer'];
 
-/** What a read answers in each media type it can render (src/query/media-types.ts). */
+/** What a read answers in each media type it can render (src/query/media-types.ts), nulls stripped or not. */
 function readContent(row: OpenAPIV3_1.ReferenceObject): Record<string, OpenAPIV3_1.MediaTypeObject> {
   const schemas: Record<ReadMediaType, OpenAPIV3_1.SchemaObject | OpenAPIV3_1.ReferenceObject> = {
     json: { type: 'array', items: row },
     singular: row,
     csv: { type: 'string', description: 'RFC 4180 CSV: a header row naming the selected columns, then a line per row.' },
   };
-  return Object.fromEntries((Object.keys(schemas) as ReadMediaType[])
-    .map((type) => [mediaTypeName(READ_MEDIA_TYPES[type]), { schema: schemas[type] }]));
+  const stripped = (Object.keys(STRIPPED_MEDIA_TYPES) as (keyof typeof STRIPPED_MEDIA_TYPES)[])
+    .map((type) => [mediaTypeWithParameters(STRIPPED_MEDIA_TYPES[type]), { schema: schemas[type] }]);
+  return Object.fromEntries([
+    ...(Object.keys(schemas) as ReadMediaType[]).map((type) => [mediaTypeName(READ_MEDIA_TYPES[type]), { schema: schemas[type] }]),
+    ...stripped,
+  ]);
 }
 
 function readOperation(resource: Resource): DocumentedOperation {
@@ -72,6 +76,7 @@ function readOperation(resource: Resource): DocumentedOperation {
         + '`select`, `order`, `limit`/`offset` or the `Range` header, and `Prefer: count`. '
         + `\`Accept: ${mediaTypeName(READ_MEDIA_TYPES.singular)}\` answers the one matching row as an object (406 \`PGRST116\` unless exactly one matches), `
         + '`Accept: text/csv` answers CSV, and an Accept naming none of these nor JSON is refused 406 `PGRST107`. '
+        + `\`Accept: ${mediaTypeWithParameters(STRIPPED_MEDIA_TYPES.json)}\` (or the single object's type with \`;nulls=stripped\`) leaves out every member whose value is null. `
         + '`HEAD` answers the same status and headers without a body.',
       parameters: [...READ_PARAMETERS.map(parameterRef), ...resource.columns.map(filterParameter)],
       responses: {
