@@ -248,6 +248,14 @@ export const ERRORS = {
     status: 400, when: 'An app-side cohort names a campus the university does not have.',
     text: (campus: string) => ({ message: `No campus named "${campus}" at the university.` }),
   }),
+  UNKNOWN_TEMPLATE: define({
+    status: 400, when: 'An app-side cohort names a résumé template the university does not have.',
+    text: (unknown: readonly string[]) => ({ message: `Unknown résumé templates: ${unknown.join(', ')}.`, hint: 'Create them with POST /admin/v1/resume-templates.' }),
+  }),
+  INVALID_DATE_RANGE: define({
+    status: 400, when: 'An app-side cohort whose end_date is not after its start_date.',
+    text: (start: string, end: string) => ({ message: `end_date ${end} is not after start_date ${start}.` }),
+  }),
   TOKEN_NOT_ACTIVE: define({
     status: 409, when: 'A rotation of a token that is revoked or expired already.',
     text: (state: 'revoked' | 'expired') => ({

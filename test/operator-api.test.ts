@@ -272,6 +272,24 @@ for (const backend of storeBackends()) {
       });
     });
 
+    test('an app-side cohort may repeat a name, but its dates, campus and templates are checked as a partner\'s create is', async () => {
+      const cohort = {
+        university_id: north.id, name: unique('app cohort'), display_name: 'App', program: 'P', degree: 'BSc',
+        start_date: '2030-09-01', end_date: '2033-06-30', intake_year: 2030, intake_term: 'Fall',
+      };
+      const cohorts = async () => (await h.sql('select id from cohorts where university_id = $1 and name = $2', [north.id, cohort.name])).length;
+      expectError(await h.admin('POST', '/cohorts', { ...cohort, end_date: '2030-09-01' }), 400, 'INVALID_DATE_RANGE', /end_date 2030-09-01 is not after start_date 2030-09-01/);
+      expectError(await h.admin('POST', '/cohorts', { ...cohort, end_date: '2029-06-30' }), 400, 'INVALID_DATE_RANGE');
+      expectError(await h.admin('POST', '/cohorts', { ...cohort, resume_template_names: ['No such template'] }), 400, 'UNKNOWN_TEMPLATE', /No such template/);
+      expectError(await h.admin('POST', '/cohorts', { ...cohort, campus_name: 'Atlantis' }), 400, 'CAMPUS_NOT_FOUND');
+      assert.equal(await cohorts(), 0);
+      const template = unique('template');
+      assert.equal((await h.admin('POST', '/resume-templates', { university_id: north.id, name: template })).status, 201);
+      assert.equal((await h.admin('POST', '/cohorts', { ...cohort, resume_template_names: [template] })).status, 201);
+      assert.equal((await h.admin('POST', '/cohorts', cohort)).status, 201);
+      assert.equal(await cohorts(), 2);
+    });
+
     describe('rotation', () => {
       async function freshToken(body: Record<string, unknown> = {}) {
         const issued = await h.admin('POST', '/tokens', { university_id: north.id, can_write: true, label: unique('rotating'), ...body });

@@ -74,12 +74,21 @@ export async function createAccount(tx: Queryable, input: { email: string; kind:
 export type AppCohortInput = { university_id: string } & CreateValues<typeof COHORT_SHAPE>;
 
 /**
- * The app's own cohort create: no name-uniqueness check, which is how duplicate names exist. It
- * takes the university's lock like every change to its cohorts, for the change number the
+ * The app's own cohort create: no name-uniqueness check, which is how duplicate names exist; its
+ * dates, campus and templates are checked as a partner's create is (src/writes/cohort-rules.ts).
+ * It takes the university's lock like every change to its cohorts, for the change number the
  * change feed orders it by (src/db/locks.ts).
  */
 export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
+  if (input.end_date <= input.start_date) throw apiError('INVALID_DATE_RANGE', input.start_date, input.end_date);
   const changeSeq = await lockUniversity(tx, input.university_id);
+  const templates = input.resume_template_names ?? [];
+  if (templates.length > 0) {
+    const known = await tx.query<{ name: string }>('select name from resume_templates where university_id = $1 and name = any($2::text[])',
+      [input.university_id, arrayLiteral(templates)]);
+    const unknown = templates.filter((name) => !known.some((row) => row.name === name));
+    if (unknown.length > 0) throw apiError('UNKNOWN_TEMPLATE', unknown);
+  }
   let campusId: string | null = null;
   if (input.campus_name) {
     const [campus] = await tx.query<{ id: string }>('select id from campuses where university_id = $1 and name = $2 limit 1',
