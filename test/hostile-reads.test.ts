@@ -109,6 +109,13 @@ for (const backend of backends()) {
       }
     });
 
+    test('a pattern on a column the resource lacks is 42703, whatever the pattern', async () => {
+      for (const pattern of ['match.(a)%5C1', 'imatch.(a%2B)%2Bx', 'match.a']) {
+        const res = await h.get(`/v1/resumes?select=id&limit=1&nope=${pattern}`, consortium);
+        assert.deepEqual([res.status, res.json.code], [400, '42703'], pattern);
+      }
+    });
+
     test('ordinary patterns still read', async () => {
       const res = await h.get('/v1/resumes?select=id&limit=2&content=imatch.led%20a%20(team|cross)', consortium);
       assert.equal(res.status, 200);

@@ -80,10 +80,12 @@ function planCondition(resource: Resource, condition: Condition): PlannedConditi
     return { ...condition, children: condition.children.map((c) => planCondition(resource, c)) };
   }
   const { operation } = condition;
+  // The column first: an unknown one is 42703 whatever its pattern, as PostgreSQL would answer.
+  const field = resolveField(resource, condition.field);
   if (operation.kind === 'compare' && PATTERN_OPERATORS.has(operation.op)) {
     checkPattern(operation.op, operation.value, operation.quantifier !== null);
   }
-  return { kind: 'filter', field: resolveField(resource, condition.field), negated: condition.negated, operation: condition.operation };
+  return { kind: 'filter', field, negated: condition.negated, operation: condition.operation };
 }
 
 function outputKey(field: FieldRef): string {
