@@ -250,6 +250,12 @@ for (const backend of backends()) {
         assert.equal((await h.get('/v1/students?select=id', again.json.consortium.read_token)).json.length, 12);
       });
 
+      test('two first demo calls for one seed at once: one loads it (201), the other answers the same data set (200)', async () => {
+        const both = await Promise.all([h.admin('POST', '/demo', { students: 6, seed: 8 }), h.admin('POST', '/demo', { students: 6, seed: 8 })]);
+        assert.deepEqual(both.map((r) => r.status).sort(), [200, 201], both.map((r) => r.body).join('\n'));
+        assert.deepEqual(both[0].json.universities.map((u: { id: string }) => u.id), both[1].json.universities.map((u: { id: string }) => u.id));
+      });
+
       test('a bare demo call, with no body or with {}, answers the data set loaded already (the default seed\'s) with tokens', async () => {
         const loadedIds = h.demo!.universities.map((u) => u.id);
         const bare = await h.request({ method: 'POST', url: '/admin/v1/demo', headers: { authorization: `Bearer ${ADMIN_KEY}` } });

@@ -61,6 +61,17 @@ describe('methods before bodies', () => {
     assert.equal(response.headers.allow, 'GET, HEAD, POST, PUT, PATCH');
   });
 
+  test('HEAD on every GET path: a Content-Length, when sent, is the GET\'s own (none where the body is never built)', async () => {
+    for (const url of ['/v1/campuses?select=id', '/v1/students?limit=3', '/v1/changes', '/v1/changes/students?limit=2', '/v1/me', '/v1/openapi.json', '/healthz']) {
+      const get = await send('GET', url, {});
+      const head = await send('HEAD', url, {});
+      assert.equal(head.status, get.status, url);
+      assert.equal(head.body, '', url);
+      const length = head.headers['content-length'];
+      if (length !== undefined) assert.equal(Number(length), Buffer.byteLength(get.body), url);
+    }
+  });
+
   test('HEAD reads: the headers of a GET, no body', async () => {
     const response = await send('HEAD', '/v1/campuses?select=id', {});
     assert.equal(response.status, 200);

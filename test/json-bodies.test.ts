@@ -77,15 +77,25 @@ describe('bodies over HTTP', () => {
     assert.equal((await h.get('/v1/students?limit=1', token.json.token)).status, 401);
     const [student] = await h.sql<{ id: string }>('select id from students where university_id = $1 limit 1', [university.id]);
     assert.equal((await h.request({ method: 'POST', url: `/admin/v1/students/${student.id}/sign-in`, headers: jsonEmpty, payload: '' })).status, 200);
-    const consortium = await h.request({ method: 'POST', url: '/admin/v1/consortia', headers: jsonEmpty, payload: '' });
+    const consortium = await h.request({ method: 'POST', url: '/admin/v1/consortia', headers: jsonEmpty, payload: ' \n' });
     assert.equal(consortium.status, 400);
     assert.deepEqual([consortium.json.code, consortium.json.message], ['INVALID_BODY', 'The request body is empty; send a JSON document.']);
   });
 
+  test('an empty body in another media type (fetch labels an empty DELETE body text/plain) is no body either', async () => {
+    for (const [type, payload] of [['text/plain;charset=UTF-8', ''], ['application/octet-stream', ''], ['application/json', '  ']]) {
+      const token = await h.admin('POST', '/tokens', { university_id: university.id, can_write: false });
+      const revoked = await h.request({ method: 'DELETE', url: `/admin/v1/tokens/${token.json.id}`, headers: { ...admin, 'content-type': type }, payload });
+      assert.equal(revoked.status, 204, `${type}: ${revoked.body}`);
+      assert.equal((await h.get('/v1/students?limit=1', token.json.token)).status, 401);
+    }
+  });
+
   test('a body in any other media type is 415, and nothing is created', async () => {
     const before = await h.sql('select id from consortia');
-    for (const type of ['text/plain', 'text/csv', 'application/x-www-form-urlencoded']) {
-      const response = await h.request({ method: 'POST', url: '/admin/v1/consortia', headers: { ...admin, 'content-type': type }, payload: '{"name": "Plain"}' });
+    for (const type of ['text/plain', 'text/csv', 'application/x-www-form-urlencoded', 'application/vnd.api+json', undefined]) {
+      const headers = type === undefined ? admin : { ...admin, 'content-type': type };
+      const response = await h.request({ method: 'POST', url: '/admin/v1/consortia', headers, payload: Buffer.from('{"name": "Plain"}') });
       assert.equal(response.status, 415, type);
       assert.equal(response.json.code, 'UNSUPPORTED_MEDIA_TYPE');
     }

@@ -30,5 +30,9 @@ function feedHandler(db: Database, feed: Feed) {
 export function registerChangeRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks }): void {
   // A resource of this name would be shadowed by the feed (a static route wins over /:resource).
   if (resourcesByName.has(CHANGES_PATH)) throw new Error(`"${CHANGES_PATH}" is the change feed's path; no resource may take that name.`);
-  for (const feed of FEEDS) app.get(feedPath(feed), { preHandler: deps.limits.read }, feedHandler(deps.db, feed));
+  // HEAD declared with GET, not left to Fastify's generated route, which sends `Content-Length: 0`
+  // (src/http/read-routes.ts); it reads the window as GET does, so that its status is GET's.
+  for (const feed of FEEDS) {
+    app.route({ method: ['GET', 'HEAD'], url: feedPath(feed), preHandler: deps.limits.read, handler: feedHandler(deps.db, feed) });
+  }
 }

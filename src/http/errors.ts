@@ -26,8 +26,6 @@ function fastifyErrorToApiError(error: FastifyError, request: FastifyRequest): A
       : apiError('INVALID_BODY', `The request body is invalid: ${validationMessage(error)}.`);
   }
   switch (error.code) {
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return apiError('UNSUPPORTED_MEDIA_TYPE');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return apiError('PAYLOAD_TOO_LARGE');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':

@@ -3,7 +3,8 @@
  * with a `__proto__` key, or with a syntax error, in one sentence that named neither ("Body is
  * not valid JSON but content-type is set to 'application/json'"), refused an empty body even on a
  * route that reads none (an operator's DELETE sent with a JSON Content-Type was 400 and did not
- * revoke), and took `text/plain` as a body the operator API then read as JSON.
+ * revoke), and read `text/plain` bodies as strings, which an operator route then refused as not an
+ * object (400 rather than 415).
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -29,15 +30,23 @@ export function parseJsonBody(text: string): unknown {
   return parsed;
 }
 
+/** A body of nothing but whitespace, whatever its Content-Type, is no body. */
+const isEmpty = (text: string) => text.trim() === '';
+
 export const jsonBodies = fp(async (app: FastifyInstance) => {
-  // Any other Content-Type with a body is 415 (Fastify's FST_ERR_CTP_INVALID_MEDIA_TYPE).
   app.removeAllContentTypeParsers();
-  // An empty body is no body: a route that needs one refuses it in its own words.
+  // A route that needs a body refuses no body in its own words.
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
     try {
-      done(null, text === '' ? undefined : parseJsonBody(text as string));
+      done(null, isEmpty(text as string) ? undefined : parseJsonBody(text as string));
     } catch (error) {
       done(error as Error, undefined);
     }
+  });
+  // Any other Content-Type is 415 with a body, and no body without one (fetch labels an empty
+  // DELETE body text/plain).
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, text, done) => {
+    if (isEmpty(text as string)) done(null, undefined);
+    else done(apiError('UNSUPPORTED_MEDIA_TYPE'), undefined);
   });
 }, { name: 'json-bodies' });

@@ -23,6 +23,10 @@ import { noteBatch, notesOf } from './request-notes.ts';
 
 const MODES: Record<'PUT' | 'POST' | 'PATCH', WriteMode> = { PUT: 'put', POST: 'post', PATCH: 'patch' };
 
+/**
+ * A write without a JSON Content-Type is 415 even when it has no body, which the body parsers
+ * (src/http/json-bodies.ts) let through as none.
+ */
 function requireJson(request: FastifyRequest): void {
   const type = request.headers['content-type'] ?? '';
   if (!/^application\/json\s*(;|$)/i.test(type)) {

@@ -3,7 +3,9 @@
  * or answers the one loaded already (200); fresh tokens either way.
  */
 import { type FastifyPluginAsyncTypebox, type Static, Type } from '@fastify/type-provider-typebox';
+import { PostgresError } from 'pg-error-enum';
 import type { Database } from '../../db/database.ts';
+import { isDatabaseError } from '../../db/store.ts';
 import { DEMO_MAX_STUDENTS } from '../../db/demo-data.ts';
 import { loadDemo, loadedDemo } from '../../domain/demo.ts';
 import { closedBody } from './schemas.ts';
@@ -18,10 +20,17 @@ const demoBody = Type.Unsafe<Static<typeof demoOptions> | null>({ ...demoOptions
 export const demoRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
   app.post('/demo', { schema: { body: demoBody } }, async (request, reply) => {
     const input = request.body ?? {};
-    return db.asOperator(async (tx) => {
+    const answer = await db.asOperator(async (tx) => {
       const loaded = await loadedDemo(tx, input.seed);
-      reply.code(loaded ? 200 : 201);
-      return loaded ?? loadDemo(tx, input);
+      return loaded ? { created: false, demo: loaded } : { created: true, demo: await loadDemo(tx, input) };
+    }).catch(async (error: unknown) => {
+      // Two first calls for one seed both load it; the one whose rows collide answers the other's.
+      if (!isDatabaseError(error) || error.code !== PostgresError.UNIQUE_VIOLATION) throw error;
+      const loaded = await db.asOperator((tx) => loadedDemo(tx, input.seed));
+      if (!loaded) throw error;
+      return { created: false, demo: loaded };
     });
+    reply.code(answer.created ? 201 : 200);
+    return answer.demo;
   });
 };

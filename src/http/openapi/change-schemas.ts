@@ -16,6 +16,7 @@ export const changePageSchemaName = (resource: FeedResource | 'all'): string =>
 const uuid: JsonSchema = { type: 'string', format: 'uuid' };
 
 function entrySchema(resource: FeedResource): JsonSchema {
+  const read = resourcesByName.get(resource)!;
   return {
     type: 'object',
     description: `A ${resource.replace(/s$/, '')} created or updated since the cursor, as it is now (as a read of /${resource} shows it).`,
@@ -25,7 +26,8 @@ function entrySchema(resource: FeedResource): JsonSchema {
       resource: { const: resource },
       id: uuid,
       change: { enum: ['created', 'updated'], description: '`created`: the row did not exist at the cursor; `updated`: it did.' },
-      row: schemaRef(rowSchemaName(resourcesByName.get(resource)!)),
+      // A feed sends whole rows: every column is there, though a read's row schema requires none.
+      row: { allOf: [schemaRef(rowSchemaName(read)), { type: 'object', required: read.columns.map((c) => c.name) }] },
     },
   };
 }
