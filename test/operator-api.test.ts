@@ -282,6 +282,8 @@ for (const backend of storeBackends()) {
       expectError(await h.admin('POST', '/cohorts', { ...cohort, end_date: '2029-06-30' }), 400, 'INVALID_DATE_RANGE');
       expectError(await h.admin('POST', '/cohorts', { ...cohort, resume_template_names: ['No such template'] }), 400, 'UNKNOWN_TEMPLATE', /No such template/);
       expectError(await h.admin('POST', '/cohorts', { ...cohort, campus_name: 'Atlantis' }), 400, 'CAMPUS_NOT_FOUND');
+      // The campus before the templates, as a partner's row is checked.
+      expectError(await h.admin('POST', '/cohorts', { ...cohort, campus_name: 'Atlantis', resume_template_names: ['No such template'] }), 400, 'CAMPUS_NOT_FOUND');
       assert.equal(await cohorts(), 0);
       const template = unique('template');
       assert.equal((await h.admin('POST', '/resume-templates', { university_id: north.id, name: template })).status, 201);

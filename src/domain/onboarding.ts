@@ -10,6 +10,7 @@ import { lockUniversity } from '../db/locks.ts';
 import type { Queryable, Row } from '../db/store.ts';
 import { apiError } from '../errors.ts';
 import type { COHORT_SHAPE, CreateValues } from '../resources/write-shapes.ts';
+import { datesInOrder, unknownTemplates } from './cohort-checks.ts';
 import { claimAccountAddress, emailKey } from './email-register.ts';
 import { type OperatorCollection, getRecord } from './operator-records.ts';
 import { timestampJson } from './timestamps.ts';
@@ -75,26 +76,27 @@ export type AppCohortInput = { university_id: string } & CreateValues<typeof COH
 
 /**
  * The app's own cohort create: no name-uniqueness check, which is how duplicate names exist; its
- * dates, campus and templates are checked as a partner's create is (src/writes/cohort-rules.ts).
+ * dates, campus and templates are checked as a partner's create is, in that order, by the same
+ * rules (src/writes/cohort-rules.ts).
  * It takes the university's lock like every change to its cohorts, for the change number the
  * change feed orders it by (src/db/locks.ts).
  */
 export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
-  if (input.end_date <= input.start_date) throw apiError('INVALID_DATE_RANGE', input.start_date, input.end_date);
+  if (!datesInOrder(input.start_date, input.end_date)) throw apiError('INVALID_DATE_RANGE', input.start_date, input.end_date);
   const changeSeq = await lockUniversity(tx, input.university_id);
-  const templates = input.resume_template_names ?? [];
-  if (templates.length > 0) {
-    const known = await tx.query<{ name: string }>('select name from resume_templates where university_id = $1 and name = any($2::text[])',
-      [input.university_id, arrayLiteral(templates)]);
-    const unknown = templates.filter((name) => !known.some((row) => row.name === name));
-    if (unknown.length > 0) throw apiError('UNKNOWN_TEMPLATE', unknown);
-  }
   let campusId: string | null = null;
   if (input.campus_name) {
     const [campus] = await tx.query<{ id: string }>('select id from campuses where university_id = $1 and name = $2 limit 1',
       [input.university_id, input.campus_name]);
     if (!campus) throw apiError('CAMPUS_NOT_FOUND', input.campus_name);
     campusId = campus.id;
+  }
+  const templates = input.resume_template_names ?? [];
+  if (templates.length > 0) {
+    const known = await tx.query<{ name: string }>('select name from resume_templates where university_id = $1 and name = any($2::text[])',
+      [input.university_id, arrayLiteral(templates)]);
+    const unknown = unknownTemplates(templates, new Set(known.map((row) => row.name)));
+    if (unknown.length > 0) throw apiError('UNKNOWN_TEMPLATE', unknown);
   }
   const [{ id }] = await tx.query<{ id: string }>(
     `insert into cohorts (university_id, name, display_name, program, degree, start_date, end_date, intake_year,

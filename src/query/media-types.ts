@@ -18,17 +18,22 @@ export interface ReadRepresentation {
   readonly contentType: string;
 }
 
+/** PostgREST's vendor types: its array (JSON, or JSON with nulls stripped) and its single object. */
+const PGRST_ARRAY = 'application/vnd.pgrst.array+json';
+const PGRST_OBJECT = 'application/vnd.pgrst.object+json';
+const CHARSET = '; charset=utf-8';
+
 /** The Content-Type of each media type as PostgREST writes it. */
 export const READ_MEDIA_TYPES: Readonly<Record<ReadMediaType, string>> = {
-  json: 'application/json; charset=utf-8',
-  singular: 'application/vnd.pgrst.object+json; charset=utf-8',
-  csv: 'text/csv; charset=utf-8',
+  json: `application/json${CHARSET}`,
+  singular: `${PGRST_OBJECT}${CHARSET}`,
+  csv: `text/csv${CHARSET}`,
 };
 
 /** The Content-Type of the JSON forms with nulls stripped, byte for byte PostgREST's. */
 export const STRIPPED_MEDIA_TYPES: Readonly<Record<Exclude<ReadMediaType, 'csv'>, string>> = {
-  json: 'application/vnd.pgrst.array+json;nulls=stripped; charset=utf-8',
-  singular: 'application/vnd.pgrst.object+json;nulls=stripped; charset=utf-8',
+  json: `${PGRST_ARRAY};nulls=stripped${CHARSET}`,
+  singular: `${PGRST_OBJECT};nulls=stripped${CHARSET}`,
 };
 
 interface ReadOffer {
@@ -42,12 +47,14 @@ const representation = (mediaType: ReadMediaType, nullsStripped: boolean, conten
 
 /**
  * What a read can answer, in the order a wildcard Accept (any type, `application/*`) or none
- * prefers them among those it may select; an Accept naming a type without `nulls=stripped`
- * matches the unstripped offer first. `application/vnd.pgrst.array+json` is JSON, as in PostgREST.
+ * prefers them among those it may select; a range naming a type without `nulls=stripped` matches
+ * the unstripped offer first. At equal q-values `negotiator` prefers the more specific range, so
+ * `application/json, <array>;nulls=stripped` is stripped (PostgREST would take the first listed).
+ * `application/vnd.pgrst.array+json` is JSON, as in PostgREST.
  */
 const READ_OFFERS: readonly ReadOffer[] = [
   { offered: READ_MEDIA_TYPES.json, representation: representation('json', false, READ_MEDIA_TYPES.json) },
-  { offered: 'application/vnd.pgrst.array+json; charset=utf-8', representation: representation('json', false, READ_MEDIA_TYPES.json) },
+  { offered: `${PGRST_ARRAY}${CHARSET}`, representation: representation('json', false, READ_MEDIA_TYPES.json) },
   { offered: STRIPPED_MEDIA_TYPES.json, representation: representation('json', true, STRIPPED_MEDIA_TYPES.json) },
   { offered: READ_MEDIA_TYPES.singular, representation: representation('singular', false, READ_MEDIA_TYPES.singular) },
   { offered: STRIPPED_MEDIA_TYPES.singular, representation: representation('singular', true, STRIPPED_MEDIA_TYPES.singular) },
@@ -58,14 +65,14 @@ const READ_OFFERS: readonly ReadOffer[] = [
 export const mediaTypeName = (contentType: string): string => contentType.split(';')[0];
 
 /** A media type with the parameters that choose it, without the charset every answer has. */
-export const mediaTypeWithParameters = (contentType: string): string => contentType.replace(/;\s*charset=utf-8$/, '');
+export const mediaTypeWithParameters = (contentType: string): string => (contentType.endsWith(CHARSET) ? contentType.slice(0, -CHARSET.length) : contentType);
 
 /**
  * Offered only to an Accept that names them, with a q-value above 0: a wildcard never selects
  * PostgREST's vendor types (the single object is 406 unless there is exactly one row; JSON
  * refused with q=0 beside any type is CSV, not one object).
  */
-const namedOnly = (offered: string) => mediaTypeName(offered).startsWith('application/vnd.pgrst.');
+const namedOnly = (offered: string) => [PGRST_ARRAY, PGRST_OBJECT].includes(mediaTypeName(offered));
 
 /** The offer an Accept header prefers among `offers`, or 406 PGRST107 naming what was asked. */
 function negotiate<T extends { readonly offered: string }>(acceptHeader: string | undefined, offers: readonly T[]): T {

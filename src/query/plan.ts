@@ -6,7 +6,7 @@
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { Column, Resource } from '../resources/registry.ts';
-import type { ReadMediaType } from './media-types.ts';
+import type { ReadRepresentation } from './media-types.ts';
 import { PATTERN_OPERATORS, checkPattern } from './patterns.ts';
 import type { Condition, CountPreference, FieldRef, JsonStep, Operation, ReadSyntax } from './syntax.ts';
 
@@ -32,7 +32,8 @@ export interface PlannedOrder {
   readonly nulls: 'first' | 'last' | null;
 }
 
-export interface ReadPlan {
+/** A read, ready to be built into statements; answered in the representation the Accept header chose. */
+export interface ReadPlan extends ReadRepresentation {
   readonly resource: Resource;
   /**
    * Where the rows are read from: the resource's table when the plan names none of its derived
@@ -51,11 +52,6 @@ export interface ReadPlan {
   readonly page: { readonly offset: number; readonly limit: number };
   readonly count: CountPreference | null;
   readonly preferenceApplied: readonly string[];
-  readonly mediaType: ReadMediaType;
-  /** Whether each JSON object leaves out its null members (`nulls=stripped`). */
-  readonly nullsStripped: boolean;
-  /** The answer's Content-Type. */
-  readonly contentType: string;
 }
 
 /** The types a `select` cast may name, and the SQL each stands for. */
@@ -119,13 +115,16 @@ function planOutput(resource: Resource, syntax: ReadSyntax): OutputColumn[] {
   return output;
 }
 
+/** PostgREST's details for a range that limit and offset leave empty, a negative limit included. */
+const NEGATIVE_LIMIT = 'Limit should be greater than or equal to zero.';
+
 /** PostgREST's range arithmetic: the query-string range intersected with the Range header. */
 export function planPage(syntax: Pick<ReadSyntax, 'limit' | 'offset' | 'rangeHeader'>): ReadPlan['page'] {
   const header = syntax.rangeHeader;
   if (header && header.last !== null && header.first > header.last) {
     throw apiError('PGRST103', 'The lower boundary must be lower than or equal to the upper boundary in the Range header.');
   }
-  if (syntax.limit !== null && syntax.limit < 0) throw apiError('PGRST103', 'Limit should be greater than or equal to zero.');
+  if (syntax.limit !== null && syntax.limit < 0) throw apiError('PGRST103', NEGATIVE_LIMIT);
   if (syntax.limit === 0) return { offset: 0, limit: 0 };
   const offset = Math.max(0, syntax.offset ?? 0);
   const upperFromQuery = syntax.limit === null ? Infinity : offset + syntax.limit - 1;
@@ -133,7 +132,7 @@ export function planPage(syntax: Pick<ReadSyntax, 'limit' | 'offset' | 'rangeHea
   const upper = Math.min(upperFromQuery, header?.last ?? Infinity);
   // The header's range is not empty (checked above), so only limit and offset leave nothing of
   // it: PostgREST names that case as a negative limit.
-  if (lower > upper) throw apiError('PGRST103', 'Limit should be greater than or equal to zero.');
+  if (lower > upper) throw apiError('PGRST103', NEGATIVE_LIMIT);
   return { offset: lower, limit: Math.min(upper - lower + 1, LIMITS.rowsPerResponse) };
 }
 

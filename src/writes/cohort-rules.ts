@@ -3,6 +3,7 @@
  * the cohort's write shape. Rows are decided in request order against a state that carries
  * earlier rows' effects, so a later row naming a cohort an earlier row created sees it.
  */
+import { datesInOrder, unknownTemplates } from '../domain/cohort-checks.ts';
 import { textProblem } from '../resources/text.ts';
 import { COHORT_SHAPE, type CohortFieldValues, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type RowStatus, type WriteMode, reject } from './batch.ts';
@@ -70,7 +71,7 @@ export function validateCohortRow(raw: unknown, index: number, mode: WriteMode):
   if (problem) return fail('INVALID_FIELD', problem);
   const missing = mode === 'patch' ? [] : missingOnCreate(COHORT_SHAPE, row);
   if (missing.length > 0) return fail('MISSING_FIELD', `Required to create a cohort: ${missing.join(', ')}.`);
-  if (typeof row.start_date === 'string' && typeof row.end_date === 'string' && row.end_date <= row.start_date) {
+  if (typeof row.start_date === 'string' && typeof row.end_date === 'string' && !datesInOrder(row.start_date, row.end_date)) {
     return fail('INVALID_DATE_RANGE', 'end_date must be after start_date.');
   }
   return { ok: { index, name: name.trim(), fields: sentFields(row) } };
@@ -113,7 +114,7 @@ function decideCohortRow(row: CohortRow, state: CohortBatchState, mode: WriteMod
     return rejected(reject('CAMPUS_NOT_FOUND', `No campus named "${campus}"; see GET /v1/campuses.`));
   }
   if (!current) {
-    const unknown = (row.fields.resume_template_names ?? []).filter((t) => !state.templateNames.has(t));
+    const unknown = unknownTemplates(row.fields.resume_template_names, state.templateNames);
     if (unknown.length > 0) return rejected(reject('UNKNOWN_TEMPLATE', `Unknown résumé templates: ${unknown.join(', ')}.`));
     // Validation guarantees every required field is present on create.
     const record = {
@@ -123,7 +124,7 @@ function decideCohortRow(row: CohortRow, state: CohortBatchState, mode: WriteMod
     return { kind: 'create', row, record };
   }
   const merged: CohortRecord = { ...current, ...row.fields };
-  if (merged.end_date <= merged.start_date) {
+  if (!datesInOrder(merged.start_date, merged.end_date)) {
     return rejected(reject('INVALID_DATE_RANGE', `end_date ${merged.end_date} would not be after start_date ${merged.start_date}.`));
   }
   if (sameValues(fieldsOf(merged), fieldsOf(current))) return { kind: 'unchanged', row, record: current };
