@@ -22,6 +22,8 @@ export const LIMITS = {
   rowsPerResponse: 10_000,
   batchRows: 500,
   bodyBytes: 4 * 1024 * 1024,
+  /** Arrays and objects within one another in a body: a batch needs 4 (body, rows, row, a list value). */
+  bodyDepth: 32,
   /** Room above the query-string cap, so that it is the service's 414 that answers a long one. */
   headerBytes: 64 * 1024,
   /** Records of one page of an operator API list (`limit`). */
@@ -76,6 +78,7 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<Limit, LimitDescription>> = {
   rowsPerResponse: { bounds: 'rows of one list response', note: 'a larger `limit` is cut to it; an omitted limit returns at most this many' },
   batchRows: { bounds: 'rows of one write', code: 'BATCH_TOO_LARGE', note: 'nothing written' },
   bodyBytes: { bounds: 'bytes of a request body', code: 'PAYLOAD_TOO_LARGE', note: 'nothing written' },
+  bodyDepth: { bounds: 'arrays and objects nested within one another in a request body', code: 'INVALID_BODY', note: 'nothing written' },
   headerBytes: { bounds: 'bytes of the request line and headers', code: 'HEADERS_TOO_LARGE' },
   operatorPageRows: {
     bounds: `records of one operator API list page (\`limit\`, default ${OPERATOR_DEFAULTS.pageRows})`, code: 'INVALID_PARAMETER',

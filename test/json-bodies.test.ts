@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ApiError } from '../src/errors.ts';
 import { parseJsonBody } from '../src/http/json-bodies.ts';
+import { LIMITS } from '../src/limits.ts';
 import { ADMIN_KEY, Harness } from './support/harness.ts';
 
 const PROTO_MESSAGE = 'The request body holds a "__proto__" or "constructor.prototype" key, which the service refuses.';
@@ -32,6 +33,13 @@ describe('parsing a JSON body', () => {
     assert.equal(invalidBody('{"students": [}'), 'The request body is not valid JSON: Unexpected token \'}\', "{"students": [}" is not valid JSON.');
     assert.equal(invalidBody('{"students": ['), 'The request body is not valid JSON: Unexpected end of JSON input.');
   });
+  test(`arrays and objects nest at most ${LIMITS.bodyDepth} deep`, () => {
+    const nested = (depth: number) => `${'[{"a":'.repeat(depth / 2)}1${'}]'.repeat(depth / 2)}`;
+    assert.doesNotThrow(() => parseJsonBody(nested(LIMITS.bodyDepth)));
+    assert.equal(invalidBody(nested(LIMITS.bodyDepth + 2)), `The request body nests arrays and objects more than ${LIMITS.bodyDepth} deep.`);
+    assert.equal(invalidBody(`{"students": [{"x": ${'['.repeat(5_000)}${']'.repeat(5_000)}}]}`), `The request body nests arrays and objects more than ${LIMITS.bodyDepth} deep.`);
+  });
+
   test('__proto__ and constructor.prototype keys are refused, at any depth', () => {
     assert.equal(invalidBody('{"students": [{"__proto__": {"admin": true}}]}'), PROTO_MESSAGE);
     assert.equal(invalidBody('{"a": {"constructor": {"prototype": {"x": 1}}}}'), PROTO_MESSAGE);
@@ -60,6 +68,19 @@ describe('bodies over HTTP', () => {
     assert.equal(response.status, 400);
     assert.deepEqual(response.json, { code: 'INVALID_BODY', message: PROTO_MESSAGE, details: null, hint: response.json.hint });
     assert.deepEqual(await h.sql("select id from students where email = 'proto@example.edu'"), []);
+  });
+
+  test('a batch nested 5,000 deep with an Idempotency-Key is 400 INVALID_BODY, not 500, and nothing is written', async () => {
+    const [{ name: cohort }] = await h.sql<{ name: string }>('select name from cohorts where university_id = $1 limit 1', [university.id]);
+    const row = `{"email": "deep@example.edu", "first_name": "D", "last_name": "Q", "cohort_name": ${JSON.stringify(cohort)}, "is_alumni": false, "x": ${'['.repeat(5_000)}${']'.repeat(5_000)}}`;
+    const response = await h.request({
+      method: 'PUT', url: '/v1/students',
+      headers: { authorization: `Bearer ${university.write_token}`, 'content-type': 'application/json', 'idempotency-key': 'deep-1' },
+      payload: `{"students": [${row}]}`,
+    });
+    assert.equal(response.status, 400, response.body);
+    assert.equal(response.json.code, 'INVALID_BODY');
+    assert.deepEqual(await h.sql("select id from students where email = 'deep@example.edu'"), []);
   });
 
   test('malformed JSON is 400 INVALID_BODY quoting the place', async () => {

@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import secureJson from 'secure-json-parse';
 import { apiError } from '../errors.ts';
+import { LIMITS } from '../limits.ts';
 
 /**
  * The body as JSON, or INVALID_BODY saying what is wrong with it. Keys that would reach an
@@ -27,7 +28,28 @@ export function parseJsonBody(text: string): unknown {
   if (parsed === null && text.trim() !== 'null') {
     throw apiError('INVALID_BODY', 'The request body holds a "__proto__" or "constructor.prototype" key, which the service refuses.');
   }
+  if (nestedDeeperThan(parsed, LIMITS.bodyDepth)) {
+    throw apiError('INVALID_BODY', `The request body nests arrays and objects more than ${LIMITS.bodyDepth} deep.`);
+  }
   return parsed;
+}
+
+/**
+ * Whether arrays and objects nest more than `limit` deep, found without recursion: a body nested
+ * 5,000 deep overflowed the stack of the canonical JSON an Idempotency-Key's hash is taken of
+ * (a 500), and nothing the service reads lies deeper than a few levels.
+ */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const pending: [unknown, number][] = [[value, 0]];
+  while (pending.length > 0) {
+    const [node, depth] = pending.pop()!;
+    if (node === null || typeof node !== 'object') continue;
+    if (depth === limit) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (child !== null && typeof child === 'object') pending.push([child, depth + 1]);
+    }
+  }
+  return false;
 }
 
 /** A body of nothing but whitespace, whatever its Content-Type, is no body. */

@@ -30,6 +30,7 @@ const PARTNER_LIMIT_NAMES: Readonly<Record<Limit, string | null>> = {
   rowsPerResponse: 'rows_per_response',
   batchRows: 'batch_rows',
   bodyBytes: 'body_bytes',
+  bodyDepth: 'body_depth',
   headerBytes: 'header_bytes',
   operatorPageRows: null,
   rotationGraceSeconds: null,
