@@ -202,6 +202,8 @@ for (const backend of storeBackends()) {
         encode({ v: 1, feed: 'all', at: { 'not-a-uuid': position } }), encode({ v: 1, feed: 'all', at: { [north]: [-1, 'students', north] } }),
         encode({ v: 1, feed: 'all', at: { [north]: [1.5, 'students', north] } }), encode({ v: 1, feed: 'all', at: { [north]: [1, 'resumes', north] } }),
         `${cursor}=`, Buffer.from('{"v":1,').toString('base64url'),
+        // A position past the university's last change: kept, it would hide the changes up to it.
+        encode({ v: 1, feed: 'all', at: { [north]: [position[0] + 1_000_000, position[1], position[2]] } }),
       ];
       for (const since of badCursors) {
         const res = await h.get(`/v1/changes?since=${encodeURIComponent(since)}`, northReader);

@@ -185,6 +185,9 @@ export function readChanges(db: Database, scope: Scope, request: ChangesRequest)
   return db.asPartner(scope, async (tx) => {
     const through = await committedThrough(tx, scope.universityIds);
     const windows = scope.universityIds.map((universityId) => ({ universityId, after: positions.get(universityId) ?? START, through: through.get(universityId)! }));
+    // Change numbers only grow, so a position past the last committed one was never given out:
+    // kept, it would hide every change up to it.
+    if (windows.some((w) => w.after[0] > Number(w.through))) throw apiError('INVALID_CURSOR', 'it holds a position past the last change');
     const statement = buildChangesStatement(request.feed, windows, request.limit);
     const rows = await tx.query<EntryRow>(statement.text, statement.params);
     const page = rows.slice(0, request.limit);
