@@ -16,6 +16,7 @@ import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { type ApiError, apiError } from '../errors.ts';
 import { endpointNotFound } from './errors.ts';
+import { notesOf } from './request-notes.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -42,12 +43,16 @@ const REFUSED_BY_FALLBACK = Symbol('methods refused by the scope\'s fallback');
 interface ServedRoute {
   /** The route's scope refuses the other methods itself, after checking the caller. */
   readonly refusedByFallback: boolean;
+  /** The route's template, with its prefix. */
+  readonly url: string;
 }
 
 interface PathMethods {
   /** The methods routed on the path, in `Allow` order. */
   readonly allow: readonly string[];
   readonly refusedByFallback: boolean;
+  /** The template the path is routed by, when any method routes it. */
+  readonly template: string | null;
 }
 
 /** A copy of the routing table that answers "which methods does this path serve". */
@@ -58,7 +63,7 @@ class RoutedMethods {
 
   add(route: RouteOptions, scope: FastifyInstance): void {
     if (route.config?.methodFallback) return;
-    const store: ServedRoute = { refusedByFallback: scope.hasDecorator(REFUSED_BY_FALLBACK) };
+    const store: ServedRoute = { refusedByFallback: scope.hasDecorator(REFUSED_BY_FALLBACK), url: route.url };
     for (const method of [route.method].flat() as HTTPMethod[]) {
       if (!this.router.hasRoute(method, route.url)) this.router.on(method, route.url, () => {}, store);
     }
@@ -76,11 +81,14 @@ class RoutedMethods {
     return {
       allow: found.map((f) => f.method).sort((a, b) => allowRank(a) - allowRank(b) || a.localeCompare(b)),
       refusedByFallback: found.some((f) => f.store.refusedByFallback),
+      template: found[0]?.store.url ?? null,
     };
   }
 }
 
-function methodNotAllowed(request: FastifyRequest, allow: readonly string[]): ApiError {
+/** 405 for a path routed with other methods; its metrics and log line name the path's template. */
+function methodNotAllowed(request: FastifyRequest, { allow, template }: PathMethods): ApiError {
+  notesOf(request).route = template ?? undefined;
   const listed = allow.join(', ');
   return apiError('METHOD_NOT_ALLOWED', request.method, listed).withHeaders({ allow: listed });
 }
@@ -101,7 +109,7 @@ export const methodRouting = fp(async (app: FastifyInstance) => {
     const onFallback = request.routeOptions.config.methodFallback === true;
     const path = routed.of(request.url);
     if (onFallback && path.refusedByFallback) return;
-    if (path.allow.length > 0) throw methodNotAllowed(request, path.allow);
+    if (path.allow.length > 0) throw methodNotAllowed(request, path);
     // A path no route serves is 404 before its body is read: a broken body there is not the news.
     if (!onFallback) throw endpointNotFound(request);
   });
@@ -116,8 +124,8 @@ export const methodRouting = fp(async (app: FastifyInstance) => {
 export const methodFallback = fp(async (app: FastifyInstance, options: { url: string; notFound: (request: FastifyRequest) => ApiError }) => {
   app.decorate(REFUSED_BY_FALLBACK, true);
   const refuse = async (request: FastifyRequest): Promise<never> => {
-    const { allow } = app.routedMethods.of(request.url);
-    throw allow.length > 0 ? methodNotAllowed(request, allow) : options.notFound(request);
+    const path = app.routedMethods.of(request.url);
+    throw path.allow.length > 0 ? methodNotAllowed(request, path) : options.notFound(request);
   };
   app.route({ method: app.supportedMethods, url: options.url, config: { methodFallback: true }, onRequest: refuse, handler: refuse });
 }, { dependencies: ['method-routing'] });

@@ -28,6 +28,8 @@ export interface RequestNotes {
   rateLimited?: RateLimitKind;
   /** The SQLSTATE class (or `unavailable`, `busy`) of the store failure that answered it. */
   storeErrorClass?: string;
+  /** The template of a path answered 405, whose request no route of its own matched (src/http/methods.ts). */
+  route?: string;
 }
 
 /** The label and log value of a request no route matched (404). */
@@ -35,7 +37,7 @@ const UNMATCHED_ROUTE = 'unmatched';
 
 /** The route's template (`/v1/students`), never the URL the caller sent. */
 export function routeTemplate(request: FastifyRequest): string {
-  return request.routeOptions.url ?? UNMATCHED_ROUTE;
+  return notesOf(request).route ?? request.routeOptions.url ?? UNMATCHED_ROUTE;
 }
 
 // Keyed by the request object, so a note can be written from any hook, even one that runs
