@@ -61,6 +61,10 @@ export const ERRORS = {
       hint: `Accept ${offered.join(', ')}.`,
     }),
   }),
+  PGRST106: define({
+    status: 406, when: 'An Accept-Profile (reads) or Content-Profile (writes) naming a schema other than public.',
+    text: (exposed: readonly string[]) => ({ message: `The schema must be one of the following: ${exposed.join(', ')}` }),
+  }),
   PGRST108: define({
     status: 400, when: 'A parameter addresses an embedded resource; this interface has no embedding.',
     text: (name: string, parameter: string) => ({

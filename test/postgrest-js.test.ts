@@ -140,6 +140,19 @@ for (const backend of storeBackends()) {
       assert.ok(streamed.data!.every((row: Record<string, unknown>) => !Object.values(row).includes(null)));
     });
 
+    test('schema(): public reads as without it; any other schema is 406 PGRST106, read or write', async () => {
+      const publicRead = await client.schema('public').from('cohorts').select('id').limit(1);
+      assert.deepEqual([publicRead.status, publicRead.error], [200, null]);
+      const other = await client.schema('private').from('cohorts').select('id').limit(1);
+      assert.equal(other.status, 406);
+      assert.deepEqual(other.error, { code: 'PGRST106', message: 'The schema must be one of the following: public', details: null, hint: null });
+      const write = await h.request({
+        method: 'PUT', url: '/v1/cohorts', payload: { cohorts: [] },
+        headers: { authorization: `Bearer ${h.demo!.universities[0].write_token}`, 'content-type': 'application/json', 'content-profile': 'private' },
+      });
+      assert.deepEqual([write.status, write.json.code], [406, 'PGRST106']);
+    });
+
     test('errors come back in PostgREST\'s shape', async () => {
       const { error, status } = await client.from('students').select('nope');
       assert.equal(status, 400);

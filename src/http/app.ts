@@ -27,6 +27,7 @@ import { OPERATOR_PREFIX, PARTNER_PREFIX } from './prefixes.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { referencePage } from './reference-page.ts';
 import { registerReadRoutes, unknownResource } from './read-routes.ts';
+import { schemaProfiles } from './schema-profiles.ts';
 import { registerWriteRoutes } from './write-routes.ts';
 
 /**
@@ -125,6 +126,7 @@ async function partnerApi(
 ): Promise<void> {
   const { db, tokens, limits, plannedCounts } = options;
   await app.register(partnerAuth, { tokens, authFailures: limits.authFailures });
+  await app.register(schemaProfiles);
   // A method a /v1 path does not serve, and a name no resource has, after the token check:
   // whatever body and Content-Type came (postgrest-js sends `Content-Type: application/json`
   // and no body with every delete), the answer is 405 or 404 PGRST205, the body unread.
