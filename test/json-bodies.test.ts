@@ -34,9 +34,12 @@ describe('parsing a JSON body', () => {
     assert.equal(invalidBody('{"students": ['), 'The request body is not valid JSON: Unexpected end of JSON input.');
   });
   test(`arrays and objects nest at most ${LIMITS.bodyDepth} deep`, () => {
-    const nested = (depth: number) => `${'[{"a":'.repeat(depth / 2)}1${'}]'.repeat(depth / 2)}`;
-    assert.doesNotThrow(() => parseJsonBody(nested(LIMITS.bodyDepth)));
-    assert.equal(invalidBody(nested(LIMITS.bodyDepth + 2)), `The request body nests arrays and objects more than ${LIMITS.bodyDepth} deep.`);
+    const arrays = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    const objects = (depth: number) => `${'{"a":'.repeat(depth - 1)}{}${'}'.repeat(depth - 1)}`;
+    for (const nested of [arrays, objects]) {
+      assert.doesNotThrow(() => parseJsonBody(nested(LIMITS.bodyDepth)));
+      assert.equal(invalidBody(nested(LIMITS.bodyDepth + 1)), `The request body nests arrays and objects more than ${LIMITS.bodyDepth} deep.`);
+    }
     assert.equal(invalidBody(`{"students": [{"x": ${'['.repeat(5_000)}${']'.repeat(5_000)}}]}`), `The request body nests arrays and objects more than ${LIMITS.bodyDepth} deep.`);
   });
 

@@ -74,6 +74,7 @@ for (const backend of backends()) {
         assert.equal((await h.request({ method: 'POST', url, headers: { authorization: `Bearer ${university.read_token}` } })).status, 405, url);
       }
       assert.equal((await h.request({ method: 'DELETE', url: '/healthz' })).status, 405);
+      assert.equal((await h.request({ method: 'POST', url: '/v1/changes' })).status, 401);
       assert.equal((await h.get('/v1/students?id=eq.not-a-uuid', university.read_token)).json.code, '22P02');
       const elsewhere = { remoteAddress: '10.1.2.3' };
       for (let i = 0; i < AUTH_FAILURE_LIMIT; i++) {
@@ -93,6 +94,7 @@ for (const backend of backends()) {
       assert.equal(delta('pds_http_requests_total', { route: 'unmatched', method: 'GET', status: '404' }), 1);
       for (const route of ['/v1/changes', '/v1/me', '/v1/campuses']) assert.equal(delta('pds_http_requests_total', { route, method: 'POST', status: '405' }), 1, route);
       assert.equal(delta('pds_http_requests_total', { route: '/healthz', method: 'DELETE', status: '405' }), 1);
+      assert.equal(delta('pds_http_requests_total', { route: '/v1/changes', method: 'POST', status: '401' }), 1);
       // The first scrape is counted once it is answered, so it shows in the second.
       assert.equal(delta('pds_http_requests_total', { route: '/metrics', method: 'GET', status: '200' }), 1);
       assert.equal(delta('pds_http_request_duration_seconds_count', { route: '/v1/campuses', method: 'GET' }), READS + AUTH_FAILURE_LIMIT + 1);

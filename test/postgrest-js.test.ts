@@ -151,6 +151,21 @@ for (const backend of storeBackends()) {
         headers: { authorization: `Bearer ${h.demo!.universities[0].write_token}`, 'content-type': 'application/json', 'content-profile': 'private' },
       });
       assert.deepEqual([write.status, write.json.code], [406, 'PGRST106']);
+      const head = await h.request({ method: 'HEAD', url: '/v1/cohorts', headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}`, 'accept-profile': 'private' } });
+      assert.equal(head.status, 406);
+      const publicWrite = await h.request({
+        method: 'PUT', url: '/v1/cohorts', payload: { cohorts: [] },
+        headers: { authorization: `Bearer ${h.demo!.universities[0].write_token}`, 'content-type': 'application/json', 'content-profile': 'public', 'accept-profile': 'private' },
+      });
+      assert.equal(publicWrite.status, 200, publicWrite.body);
+      const noToken = await h.request({ method: 'GET', url: '/v1/cohorts', headers: { 'accept-profile': 'private' } });
+      assert.equal(noToken.status, 401);
+    });
+
+    test('rpc() is 404 NOT_FOUND: the service offers no functions', async () => {
+      const { status, error } = await client.rpc('some_function', { a: 1 }, { get: true });
+      assert.equal(status, 404);
+      assert.equal(error!.code, 'NOT_FOUND');
     });
 
     test('errors come back in PostgREST\'s shape', async () => {

@@ -49,7 +49,7 @@ function nestedDeeperThan(node: unknown, limit: number): boolean {
 }
 
 /** A body of nothing but whitespace, whatever its Content-Type, is no body. */
-const isEmpty = (text: string) => text.trim() === '';
+const isEmpty = (text: string) => !/\S/.test(text);
 
 export const jsonBodies = fp(async (app: FastifyInstance) => {
   app.removeAllContentTypeParsers();

@@ -16,7 +16,6 @@ import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { type ApiError, apiError } from '../errors.ts';
 import { endpointNotFound } from './errors.ts';
-import { notesOf } from './request-notes.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -86,9 +85,7 @@ class RoutedMethods {
   }
 }
 
-/** 405 for a path routed with other methods; its metrics and log line name the path's template. */
-function methodNotAllowed(request: FastifyRequest, { allow, template }: PathMethods): ApiError {
-  notesOf(request).route = template ?? undefined;
+function methodNotAllowed(request: FastifyRequest, { allow }: PathMethods): ApiError {
   const listed = allow.join(', ');
   return apiError('METHOD_NOT_ALLOWED', request.method, listed).withHeaders({ allow: listed });
 }

@@ -28,8 +28,6 @@ export interface RequestNotes {
   rateLimited?: RateLimitKind;
   /** The SQLSTATE class (or `unavailable`, `busy`) of the store failure that answered it. */
   storeErrorClass?: string;
-  /** The template of a path answered 405, whose request no route of its own matched (src/http/methods.ts). */
-  route?: string;
 }
 
 /** The label and log value of a request no route matched (404). */
@@ -37,7 +35,11 @@ const UNMATCHED_ROUTE = 'unmatched';
 
 /** The route's template (`/v1/students`), never the URL the caller sent. */
 export function routeTemplate(request: FastifyRequest): string {
-  return notesOf(request).route ?? request.routeOptions.url ?? UNMATCHED_ROUTE;
+  // A request no route of its method took (a 405 at the root), or the method fallback took
+  // (src/http/methods.ts), whatever it was answered (405, 401, 406), is named by the template of
+  // the path it came for, when any method routes that path.
+  const unserved = request.routeOptions.url === undefined || request.routeOptions.config.methodFallback === true;
+  return (unserved ? request.server.routedMethods.of(request.url).template : null) ?? request.routeOptions.url ?? UNMATCHED_ROUTE;
 }
 
 // Keyed by the request object, so a note can be written from any hook, even one that runs

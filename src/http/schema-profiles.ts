@@ -1,6 +1,6 @@
 /**
- * PostgREST's schema profiles: a client names the schema it reads in `Accept-Profile` (GET,
- * HEAD) and the one it writes in `Content-Profile` (other methods), as postgrest-js's `schema()`
+ * PostgREST's schema profiles: a client names the schema it writes in `Content-Profile` (POST,
+ * PUT, PATCH, DELETE) and the one it reads in `Accept-Profile` (other methods), as postgrest-js's `schema()`
  * does. The service exposes one, `public`; any other is 406 PGRST106, where ignoring it answered
  * another schema's read with this one's rows.
  */
@@ -11,9 +11,13 @@ import { apiError } from '../errors.ts';
 /** The one schema the partner API exposes. */
 export const EXPOSED_SCHEMA = 'public';
 
+/** The methods that name their schema in Content-Profile; every other names it in Accept-Profile. */
+const WRITING_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
 function checkProfile(request: FastifyRequest): void {
-  const reads = request.method === 'GET' || request.method === 'HEAD';
-  const profile = request.headers[reads ? 'accept-profile' : 'content-profile'];
+  const header = request.headers[WRITING_METHODS.has(request.method) ? 'content-profile' : 'accept-profile'];
+  // A repeated header arrives joined by commas; PostgREST reads its first value.
+  const profile = [header].flat()[0]?.split(',')[0].trim();
   if (profile !== undefined && profile !== EXPOSED_SCHEMA) throw apiError('PGRST106', [EXPOSED_SCHEMA]);
 }
 
