@@ -124,5 +124,8 @@ describe('bodies over HTTP', () => {
       assert.equal(response.json.code, 'UNSUPPORTED_MEDIA_TYPE');
     }
     assert.deepEqual(await h.sql('select id from consortia'), before);
+    // Refused before it is read: a body over the size limit is 415, not 413.
+    const huge = await h.request({ method: 'POST', url: '/admin/v1/consortia', headers: { ...admin, 'content-type': 'text/plain' }, payload: Buffer.alloc(LIMITS.bodyBytes + 1, 32) });
+    assert.deepEqual([huge.status, huge.json.code, huge.headers.connection], [415, 'UNSUPPORTED_MEDIA_TYPE', 'close']);
   });
 });

@@ -48,7 +48,7 @@ function nestedDeeperThan(node: unknown, limit: number): boolean {
   return false;
 }
 
-/** A body of nothing but whitespace, whatever its Content-Type, is no body. */
+/** A JSON body of nothing but whitespace is no body. */
 const isEmpty = (text: string) => !/\S/.test(text);
 
 export const jsonBodies = fp(async (app: FastifyInstance) => {
@@ -61,10 +61,12 @@ export const jsonBodies = fp(async (app: FastifyInstance) => {
       done(error as Error, undefined);
     }
   });
-  // Any other Content-Type is 415 with a body, and no body without one (fetch labels an empty
-  // DELETE body text/plain).
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, text, done) => {
-    if (isEmpty(text as string)) done(null, undefined);
+  // Any other Content-Type is 415 with a body, refused unread (src/http/edge.ts then closes the
+  // connection), and no body without one (fetch labels an empty DELETE body text/plain, and
+  // sends neither Content-Length nor Transfer-Encoding, which HTTP/1.1 reads as no body).
+  app.addContentTypeParser('*', (request, _body, done) => {
+    const { 'content-length': length, 'transfer-encoding': encoding } = request.headers;
+    if (encoding === undefined && (length === undefined || length === '0')) done(null, undefined);
     else done(apiError('UNSUPPORTED_MEDIA_TYPE'), undefined);
   });
 }, { name: 'json-bodies' });
