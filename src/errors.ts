@@ -93,6 +93,14 @@ export const ERRORS = {
       hint: 'Request the related resource from its own path and filter by its id.',
     }),
   }),
+  PGRST202: define({
+    status: 404, when: 'A function call (`/v1/rpc/<name>`, postgrest-js\'s `rpc()`): this interface offers no functions.',
+    text: (name: string) => ({ message: `Could not find the function public.${name} in the schema cache`, details: 'This interface offers no functions.' }),
+  }),
+  PGRST125: define({
+    status: 404, when: 'A path below a resource\'s (`/v1/students/1`, `/v1/students/`): a resource has no sub-paths.',
+    text: () => ({ message: 'Invalid path specified in request URL' }),
+  }),
   PGRST205: define({
     status: 404, when: 'No resource of that name.',
     text: (resource: string, known: readonly string[]) => ({

@@ -1,7 +1,7 @@
 /**
  * The method is refused before the body is read: a method a path does not serve is 405 with
- * the Allow its routes give, and a path no route serves is 404, whatever body and Content-Type
- * come with it. On the /v1 paths behind a token the token is checked first (401), as PostgREST
+ * the Allow its routes give, and a path no route serves is 404 (PGRST205 or PGRST125 under /v1,
+ * as PostgREST answers), whatever body and Content-Type come with it. On the /v1 paths behind a token the token is checked first (401), as PostgREST
  * checks its JWT before it reads the request; paths that need none refuse at once.
  */
 import assert from 'node:assert/strict';
@@ -87,8 +87,19 @@ describe('methods before bodies', () => {
     }
   });
 
+  test('a path below a resource\'s, with a body, is 404 PGRST125 after the token check, the body unread', async () => {
+    for (const [method, url] of [['POST', '/v1/students/extra'], ['GET', '/v1/students/1'], ['GET', '/v1/campuses/'], ['PUT', '/v1/nope/x/y']]) {
+      for (const body of BODIES) {
+        const response = await send(method, url, body.headers, body.payload);
+        assert.equal(response.status, 404, `${method} ${url} with ${body.name}: ${response.body}`);
+        assert.deepEqual(response.json, { code: 'PGRST125', message: 'Invalid path specified in request URL', details: null, hint: null });
+      }
+      assert.equal((await send(method, url, {}, undefined, false)).status, 401, url);
+    }
+  });
+
   test('a path no route serves, with a body, is 404 NOT_FOUND, the body unread', async () => {
-    for (const url of ['/v1/students/extra', '/nowhere', '/v2/students']) {
+    for (const url of ['/nowhere', '/v2/students']) {
       for (const body of BODIES) {
         const response = await send('POST', url, body.headers, body.payload, false);
         assert.equal(response.status, 404, `${url} with ${body.name}: ${response.body}`);

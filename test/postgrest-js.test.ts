@@ -162,10 +162,13 @@ for (const backend of storeBackends()) {
       assert.equal(noToken.status, 401);
     });
 
-    test('rpc() is 404 NOT_FOUND: the service offers no functions', async () => {
-      const { status, error } = await client.rpc('some_function', { a: 1 }, { get: true });
-      assert.equal(status, 404);
-      assert.equal(error!.code, 'NOT_FOUND');
+    test('rpc() is 404 PGRST202, as PostgREST answers for a function it lacks: the service offers none', async () => {
+      for (const get of [true, false]) {
+        const { status, error } = await client.rpc('some_function', { a: 1 }, { get });
+        assert.equal(status, 404);
+        assert.equal(error!.code, 'PGRST202');
+        assert.equal(error!.message, 'Could not find the function public.some_function in the schema cache');
+      }
     });
 
     test('errors come back in PostgREST\'s shape', async () => {

@@ -26,7 +26,7 @@ import { openApi, openApiDocument } from './openapi/document.ts';
 import { OPERATOR_PREFIX, PARTNER_PREFIX } from './prefixes.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { referencePage } from './reference-page.ts';
-import { registerReadRoutes, unknownResource } from './read-routes.ts';
+import { invalidResourcePath, registerReadRoutes, unknownFunction, unknownResource } from './read-routes.ts';
 import { schemaProfiles } from './schema-profiles.ts';
 import { registerWriteRoutes } from './write-routes.ts';
 
@@ -127,10 +127,17 @@ async function partnerApi(
   const { db, tokens, limits, plannedCounts } = options;
   await app.register(partnerAuth, { tokens, authFailures: limits.authFailures });
   await app.register(schemaProfiles);
-  // A method a /v1 path does not serve, and a name no resource has, after the token check:
-  // whatever body and Content-Type came (postgrest-js sends `Content-Type: application/json`
-  // and no body with every delete), the answer is 405 or 404 PGRST205, the body unread.
-  await app.register(methodFallback, { url: '/:resource', notFound: unknownResource });
+  // A method a /v1 path does not serve, a name no resource has and a path below a resource's,
+  // after the token check: whatever body and Content-Type came (postgrest-js sends
+  // `Content-Type: application/json` and no body with every delete), the answer is 405, or 404
+  // PGRST205 or PGRST125 as PostgREST answers, the body unread.
+  await app.register(methodFallback, {
+    fallbacks: [
+      { url: '/:resource', notFound: unknownResource },
+      { url: '/:resource/*', notFound: invalidResourcePath },
+      { url: '/rpc/:name', notFound: unknownFunction },
+    ],
+  });
   await app.register(meRoute, { db, limits, readLimitPerMin: options.readLimitPerMin, writeLimitPerMin: options.writeLimitPerMin });
   await app.register(registerReadRoutes, { db, limits, plannedCounts });
   await app.register(registerWriteRoutes, { db, limits });

@@ -113,16 +113,21 @@ export const methodRouting = fp(async (app: FastifyInstance) => {
 }, { name: 'method-routing' });
 
 /**
- * In a scope that checks the caller in its onRequest hooks: a route at `url` (relative to the
- * scope's prefix) for every method, whose own onRequest hook runs after the scope's and answers
- * 405 with `Allow` for a path the scope serves with other methods, else `notFound`'s 404. Its
- * handler, never reached, is the same refusal. fastify-plugin, so that the scope itself is marked.
+ * In a scope that checks the caller in its onRequest hooks: a route at each fallback's `url`
+ * (relative to the scope's prefix) for every method, whose own onRequest hook runs after the
+ * scope's and answers 405 with `Allow` for a path the scope serves with other methods, else the
+ * fallback's 404. Its handler, never reached, is the same refusal. fastify-plugin, so that the
+ * scope itself is marked.
  */
-export const methodFallback = fp(async (app: FastifyInstance, options: { url: string; notFound: (request: FastifyRequest) => ApiError }) => {
+export const methodFallback = fp(async (app: FastifyInstance, options: {
+  fallbacks: readonly { readonly url: string; readonly notFound: (request: FastifyRequest) => ApiError }[];
+}) => {
   app.decorate(REFUSED_BY_FALLBACK, true);
-  const refuse = async (request: FastifyRequest): Promise<never> => {
-    const path = app.routedMethods.of(request.url);
-    throw path.allow.length > 0 ? methodNotAllowed(request, path) : options.notFound(request);
-  };
-  app.route({ method: app.supportedMethods, url: options.url, config: { methodFallback: true }, onRequest: refuse, handler: refuse });
+  for (const { url, notFound } of options.fallbacks) {
+    const refuse = async (request: FastifyRequest): Promise<never> => {
+      const path = app.routedMethods.of(request.url);
+      throw path.allow.length > 0 ? methodNotAllowed(request, path) : notFound(request);
+    };
+    app.route({ method: app.supportedMethods, url, config: { methodFallback: true }, onRequest: refuse, handler: refuse });
+  }
 }, { dependencies: ['method-routing'] });

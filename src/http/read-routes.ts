@@ -48,6 +48,15 @@ export function unknownResource(request: FastifyRequest): ApiError {
   return apiError('PGRST205', resource, resources.map((r) => r.name));
 }
 
+/** A path below a resource's (`/v1/students/1`): 404 PGRST125, as PostgREST answers. */
+export const invalidResourcePath = (): ApiError => apiError('PGRST125');
+
+/** A function call, `/v1/rpc/<name>` (postgrest-js's `rpc()`): 404 PGRST202, as PostgREST answers for a function it lacks. */
+export function unknownFunction(request: FastifyRequest): ApiError {
+  const { name } = request.params as { name: string };
+  return apiError('PGRST202', name);
+}
+
 export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks; plannedCounts: boolean }): void {
   for (const resource of resources) {
     // HEAD is declared, not left to Fastify's generated route, which would send `Content-Length: 0`
