@@ -152,7 +152,7 @@ describe('failed authentication', () => {
   });
   after(() => h.close());
 
-  test('counts against the source IP before any lookup: 429 with Retry-After once over the limit', async () => {
+  test('counts against the source IP before any lookup: 429 with Retry-After and the RateLimit headers once over the limit', async () => {
     lookups = 0;
     const statuses: number[] = [];
     let limited;
@@ -165,6 +165,9 @@ describe('failed authentication', () => {
     assert.deepEqual(new Set(statuses.slice(5)), new Set([429]));
     assertErrorBody(limited!, 429, 'RATE_LIMITED');
     assert.ok(Number(limited!.headers['retry-after']) > 0);
+    // The limit that refused it, as every 429 carries it.
+    assert.deepEqual([limited!.headers['ratelimit-limit'], limited!.headers['ratelimit-remaining'], limited!.headers['ratelimit-reset']],
+      ['5', '0', limited!.headers['retry-after']]);
     assert.equal(lookups, 5, 'only the attempts within the limit reached the store');
     // A valid token from the same source waits too: the source is throttled, not the token.
     assert.equal((await h.get('/v1/students', h.demo!.universities[0].read_token)).status, 429);

@@ -55,10 +55,13 @@ const REDIS_COMMAND_TIMEOUT_MS = 250;
 const REDIS_MAX_RECONNECT_DELAY_MS = 1_000;
 const REDIS_CONNECT_TIMEOUT_MS = 1_000;
 
+/** A 429 carries the limit that refused it, with nothing remaining, and Retry-After. */
 function rateLimited(request: FastifyRequest, kind: RateLimitKind, max: number, reset: string) {
   notesOf(request).rateLimited = kind;
   const what = kind === 'auth_failure' ? 'failed authentications' : 'requests';
-  return apiError('RATE_LIMITED', max, reset, what).withHeaders({ 'retry-after': reset });
+  return apiError('RATE_LIMITED', max, reset, what).withHeaders({
+    [RATE_LIMIT_HEADERS.limit]: String(max), [RATE_LIMIT_HEADERS.remaining]: '0', [RATE_LIMIT_HEADERS.reset]: reset, 'retry-after': reset,
+  });
 }
 
 function connectRedis(app: FastifyInstance, url: string): Redis {
