@@ -54,16 +54,16 @@ export const ERRORS = {
     status: 416, when: 'The requested range (offset, limit, Range header) cannot be satisfied.',
     text: (details: string) => ({ message: 'Requested range not satisfiable', details }),
   }),
+  PGRST106: define({
+    status: 406, when: 'An Accept-Profile (reads) or Content-Profile (writes) naming a schema other than public.',
+    text: (exposed: readonly string[]) => ({ message: `The schema must be one of the following: ${exposed.join(', ')}` }),
+  }),
   PGRST107: define({
     status: 406, when: 'The Accept header names no media type the request can answer with (reads: JSON, the single object or CSV; writes: JSON).',
     text: (accept: string, offered: readonly string[]) => ({
       message: `None of these media types are available: ${accept}`,
       hint: `Accept ${offered.join(', ')}.`,
     }),
-  }),
-  PGRST106: define({
-    status: 406, when: 'An Accept-Profile (reads) or Content-Profile (writes) naming a schema other than public.',
-    text: (exposed: readonly string[]) => ({ message: `The schema must be one of the following: ${exposed.join(', ')}` }),
   }),
   PGRST108: define({
     status: 400, when: 'A parameter addresses an embedded resource; this interface has no embedding.',
@@ -85,6 +85,10 @@ export const ERRORS = {
     status: 400, when: 'An aggregate function in select; this interface offers none.',
     text: () => ({ message: 'Use of aggregate functions is not allowed' }),
   }),
+  PGRST125: define({
+    status: 404, when: 'A path below a resource\'s (`/v1/students/1`, `/v1/students/`): a resource has no sub-paths.',
+    text: () => ({ message: 'Invalid path specified in request URL' }),
+  }),
   PGRST200: define({
     status: 400, when: 'Resource embedding in select; request the related resource from its own path.',
     text: (name: string) => ({
@@ -96,10 +100,6 @@ export const ERRORS = {
   PGRST202: define({
     status: 404, when: 'A function call (`/v1/rpc/<name>`, postgrest-js\'s `rpc()`): this interface offers no functions.',
     text: (name: string) => ({ message: `Could not find the function public.${name} in the schema cache`, details: 'This interface offers no functions.' }),
-  }),
-  PGRST125: define({
-    status: 404, when: 'A path below a resource\'s (`/v1/students/1`, `/v1/students/`): a resource has no sub-paths.',
-    text: () => ({ message: 'Invalid path specified in request URL' }),
   }),
   PGRST205: define({
     status: 404, when: 'No resource of that name.',

@@ -127,10 +127,10 @@ async function partnerApi(
   const { db, tokens, limits, plannedCounts } = options;
   await app.register(partnerAuth, { tokens, authFailures: limits.authFailures });
   await app.register(schemaProfiles);
-  // A method a /v1 path does not serve, a name no resource has and a path below a resource's,
+  // A method a /v1 path does not serve, a name no resource has, a path below a resource's and a function call,
   // after the token check: whatever body and Content-Type came (postgrest-js sends
   // `Content-Type: application/json` and no body with every delete), the answer is 405, or 404
-  // PGRST205 or PGRST125 as PostgREST answers, the body unread.
+  // PGRST205, PGRST125 or PGRST202 as PostgREST answers, the body unread.
   await app.register(methodFallback, {
     fallbacks: [
       { url: '/:resource', notFound: unknownResource },
