@@ -85,7 +85,7 @@ class RoutedMethods {
   }
 }
 
-function methodNotAllowed(request: FastifyRequest, { allow }: PathMethods): ApiError {
+function methodNotAllowed(request: FastifyRequest, allow: readonly string[]): ApiError {
   const listed = allow.join(', ');
   return apiError('METHOD_NOT_ALLOWED', request.method, listed).withHeaders({ allow: listed });
 }
@@ -106,7 +106,7 @@ export const methodRouting = fp(async (app: FastifyInstance) => {
     const onFallback = request.routeOptions.config.methodFallback === true;
     const path = routed.of(request.url);
     if (onFallback && path.refusedByFallback) return;
-    if (path.allow.length > 0) throw methodNotAllowed(request, path);
+    if (path.allow.length > 0) throw methodNotAllowed(request, path.allow);
     // A path no route serves is 404 before its body is read: a broken body there is not the news.
     if (!onFallback) throw endpointNotFound(request);
   });
@@ -125,8 +125,8 @@ export const methodFallback = fp(async (app: FastifyInstance, options: {
   app.decorate(REFUSED_BY_FALLBACK, true);
   for (const { url, notFound } of options.fallbacks) {
     const refuse = async (request: FastifyRequest): Promise<never> => {
-      const path = app.routedMethods.of(request.url);
-      throw path.allow.length > 0 ? methodNotAllowed(request, path) : notFound(request);
+      const { allow } = app.routedMethods.of(request.url);
+      throw allow.length > 0 ? methodNotAllowed(request, allow) : notFound(request);
     };
     app.route({ method: app.supportedMethods, url, config: { methodFallback: true }, onRequest: refuse, handler: refuse });
   }

@@ -16,9 +16,10 @@ const WRITING_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'D
 
 function checkProfile(request: FastifyRequest): void {
   const header = request.headers[WRITING_METHODS.has(request.method) ? 'content-profile' : 'accept-profile'];
+  if (header === undefined) return;
   // A repeated header arrives joined by commas; PostgREST reads its first value.
-  const profile = [header].flat()[0]?.split(',')[0].trim();
-  if (profile !== undefined && profile !== EXPOSED_SCHEMA) throw apiError('PGRST106', [EXPOSED_SCHEMA]);
+  const profile = (Array.isArray(header) ? header[0] : header).split(',')[0].trim();
+  if (profile !== EXPOSED_SCHEMA) throw apiError('PGRST106', [EXPOSED_SCHEMA]);
 }
 
 /** After the token check (PostgREST reads the profile after the JWT), on every partner route. */

@@ -42,8 +42,9 @@ interface ReadOffer {
   readonly representation: ReadRepresentation;
 }
 
-const representation = (mediaType: ReadMediaType, nullsStripped: boolean, contentType: string): ReadRepresentation =>
-  ({ mediaType, nullsStripped, contentType });
+/** An offer answered in the Content-Type it is offered as, unless `offered` names another range. */
+const offer = (mediaType: ReadMediaType, nullsStripped: boolean, contentType: string, offered = contentType): ReadOffer =>
+  ({ offered, representation: { mediaType, nullsStripped, contentType } });
 
 /**
  * What a read can answer, in the order a wildcard Accept (any type, `application/*`) or none
@@ -53,12 +54,12 @@ const representation = (mediaType: ReadMediaType, nullsStripped: boolean, conten
  * `application/vnd.pgrst.array+json` is JSON, as in PostgREST.
  */
 const READ_OFFERS: readonly ReadOffer[] = [
-  { offered: READ_MEDIA_TYPES.json, representation: representation('json', false, READ_MEDIA_TYPES.json) },
-  { offered: `${PGRST_ARRAY}${CHARSET}`, representation: representation('json', false, READ_MEDIA_TYPES.json) },
-  { offered: STRIPPED_MEDIA_TYPES.json, representation: representation('json', true, STRIPPED_MEDIA_TYPES.json) },
-  { offered: READ_MEDIA_TYPES.singular, representation: representation('singular', false, READ_MEDIA_TYPES.singular) },
-  { offered: STRIPPED_MEDIA_TYPES.singular, representation: representation('singular', true, STRIPPED_MEDIA_TYPES.singular) },
-  { offered: READ_MEDIA_TYPES.csv, representation: representation('csv', false, READ_MEDIA_TYPES.csv) },
+  offer('json', false, READ_MEDIA_TYPES.json),
+  offer('json', false, READ_MEDIA_TYPES.json, `${PGRST_ARRAY}${CHARSET}`),
+  offer('json', true, STRIPPED_MEDIA_TYPES.json),
+  offer('singular', false, READ_MEDIA_TYPES.singular),
+  offer('singular', true, STRIPPED_MEDIA_TYPES.singular),
+  offer('csv', false, READ_MEDIA_TYPES.csv),
 ];
 
 /** A media type without its parameters, as an Accept header or a description names it. */
