@@ -136,6 +136,16 @@ describe('decideStudentRow: matching and codes', () => {
     assert.match(d.notes[0], /secondary address/);
   });
 
+  test('an update names the fields it changes, which its write sets', () => {
+    const changed = (r: StudentRow) => {
+      const d = decide(r, 'patch');
+      return d.kind === 'update' ? d.changedFields : d.kind;
+    };
+    assert.deepEqual(changed(patchRow({ email: 'ada@u.edu', cohort_name: 'ended' })), ['isAlumni', 'cohortId']);
+    assert.deepEqual(changed(patchRow({ email: 'ada@u.edu', first_name: 'Ada', last_name: 'Byron', phone: '+15551234567' })), ['lastName', 'phone']);
+    assert.deepEqual(changed(patchRow({ email: 'ada.new@u.edu', external_id: 'A1' })), []);
+  });
+
   test('an unknown external_id is set on the email\'s student that has none', () => {
     const d = decide(patchRow({ email: 'bob@u.edu', external_id: 'B7' }), 'patch');
     assert.ok(d.kind === 'update');

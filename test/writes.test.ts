@@ -158,6 +158,17 @@ for (const backend of storeBackends()) {
         assert.deepEqual([missing.status, missing.code], ['rejected', 'NOT_FOUND']);
       });
 
+      test('a batch whose rows change different fields writes each row\'s own change and keeps its other fields', async () => {
+        const rows = [student({ phone: '+14155550101', external_id: `MIX-A-${serial}` }), student({ phone: '+14155550102', graduation_date: '2031-06-30' })];
+        const created = (await send('PUT', 'students', rows)).json.results as { id: string }[];
+        const res = await send('PATCH', 'students', [{ email: rows[0].email, first_name: 'Grace' }, { email: rows[1].email, phone: null, cohort_name: PAST_COHORT.name }]);
+        assert.deepEqual(res.json.counts, { created: 0, updated: 2, unchanged: 0, rejected: 0 });
+        const [renamed, moved] = await Promise.all(created.map((c) => stored(c.id)));
+        assert.deepEqual([renamed.first_name, renamed.phone, renamed.external_id, renamed.is_alumni], ['Grace', '+14155550101', rows[0].external_id, false]);
+        assert.deepEqual([moved.first_name, moved.phone, moved.graduation_date, moved.is_alumni], ['Ada', null, '2031-06-30', false]);
+        assert.equal(moved.cohort_id, res.json.results[1].cohort_id);
+      });
+
       test('emails are trimmed and matched case-insensitively', async () => {
         const row = student();
         const { id } = await one('PUT', row);

@@ -13,27 +13,26 @@ import { emailKey, releaseErasedAddresses, sha256Hex } from './email-register.ts
 import { type AlumniChange, alumniAfterSignIn, alumniChanges, impliedAlumni, todayUtc } from './alumni.ts';
 import { timestampJson } from './timestamps.ts';
 
+/** An entry of a student's alumni-flag history. */
 export interface HistoryEntry extends AlumniChange {
-  readonly universityId: string;
   readonly studentId: string;
 }
 
 const HISTORY_COLUMNS: readonly ValuesColumn<HistoryEntry>[] = [
-  { name: 'university_id', type: 'uuid', value: (e) => e.universityId },
   { name: 'student_id', type: 'uuid', value: (e) => e.studentId },
   { name: 'is_alumni', type: 'boolean', value: (e) => e.isAlumni },
   { name: 'reason', type: 'text', value: (e) => e.reason },
 ];
 
-/** The statement that records the entries, with its parameters; null when there are none. */
-export function alumniHistoryStatement(entries: readonly HistoryEntry[]): [string, (string | null)[]] | null {
+/** The statement that records the entries of students of one university, with its parameters; null when there are none. */
+export function alumniHistoryStatement(universityId: string, entries: readonly HistoryEntry[]): [string, (string | null)[]] | null {
   if (entries.length === 0) return null;
-  const list = valuesList(HISTORY_COLUMNS, entries);
-  return [`insert into alumni_flag_history (${list.columns}) values ${list.rows}`, list.params];
+  const list = valuesList(HISTORY_COLUMNS, entries, 2, ['$1::uuid']);
+  return [`insert into alumni_flag_history (university_id, ${list.columns}) values ${list.rows}`, [universityId, ...list.params]];
 }
 
-export async function recordAlumniHistory(tx: Queryable, entries: readonly HistoryEntry[]): Promise<void> {
-  const statement = alumniHistoryStatement(entries);
+async function recordAlumniHistory(tx: Queryable, universityId: string, entries: readonly HistoryEntry[]): Promise<void> {
+  const statement = alumniHistoryStatement(universityId, entries);
   if (statement) await tx.query(...statement);
 }
 
@@ -74,7 +73,7 @@ async function applyFlag(tx: Queryable, state: LockedStudent, change: AlumniChan
     `update students set is_alumni = $3, updated_at = now(), change_seq = $4::bigint${extraSet} where id = $1 and university_id = $2`,
     [state.id, state.university_id, String(change.isAlumni), state.changeSeq, ...extraParams],
   );
-  await recordAlumniHistory(tx, changes.map((c) => ({ ...c, universityId: state.university_id, studentId: state.id })));
+  await recordAlumniHistory(tx, state.university_id, changes.map((c) => ({ ...c, studentId: state.id })));
 }
 
 /** First sign-in claims the invited account; the derivation may set the flag, never clear it. */

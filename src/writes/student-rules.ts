@@ -54,6 +54,13 @@ export interface StudentValues {
   readonly cohortId: string;
 }
 
+/** A student's fields a row may change; its address is how it is found, never changed by a row. */
+export type StudentField = Exclude<keyof StudentValues, 'email'>;
+
+export const STUDENT_FIELDS = Object.keys({
+  firstName: true, lastName: true, externalId: true, phone: true, graduationDate: true, isAlumni: true, cohortId: true,
+} satisfies Record<StudentField, true>) as readonly StudentField[];
+
 export type StudentDecision =
   | { readonly kind: 'reject'; readonly row: StudentRow; readonly rejection: StudentRejection }
   | { readonly kind: 'unchanged'; readonly row: StudentRow; readonly id: string; readonly cohortId: string | null; readonly notes: string[] }
@@ -66,6 +73,8 @@ export type StudentDecision =
       readonly secondaryEmail: string | null;
       /** The cohort the student was in before this change (null for a create): its count changes too when it moves. */
       readonly previousCohortId: string | null;
+      /** The fields whose value differs from the student's (every field of a create): what an update writes. */
+      readonly changedFields: readonly StudentField[];
       readonly notes: string[];
     };
 
@@ -145,7 +154,7 @@ function decideCreate(row: StudentRow, state: StudentBatchState, context: Studen
   const implied = impliedAlumni(graduationDate, cohort.endDate, context.today);
   const isAlumni = row.isAlumni!;
   return {
-    kind: 'create', row, id: context.newId(), secondaryEmail: null, previousCohortId: null,
+    kind: 'create', row, id: context.newId(), secondaryEmail: null, previousCohortId: null, changedFields: STUDENT_FIELDS,
     values: {
       email: row.email, firstName: row.firstName!, lastName: row.lastName!, externalId: row.externalId ?? null,
       phone: row.phone ?? null, graduationDate, isAlumni, cohortId: cohort.id,
@@ -167,9 +176,7 @@ function flagSteps(row: StudentRow, target: StudentRecord, cohort: CohortRef | n
   return steps;
 }
 
-const sameStudent = (values: StudentValues, target: StudentRecord) => values.firstName === target.firstName && values.lastName === target.lastName
-  && values.externalId === target.externalId && values.phone === target.phone && values.graduationDate === target.graduationDate
-  && values.isAlumni === target.isAlumni && values.cohortId === target.cohortId;
+const changedFields = (values: StudentValues, target: StudentRecord) => STUDENT_FIELDS.filter((field) => values[field] !== target[field]);
 
 /** A row that matched a student: updated unless POST, the cohort is wrong, or nothing changes. */
 function decideUpdate(row: StudentRow, match: Match & { target: StudentRecord }, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
@@ -199,8 +206,12 @@ function decideUpdate(row: StudentRow, match: Match & { target: StudentRecord },
     // Validation refuses a null cohort_name, so a student without a cohort gets one here.
     cohortId: moved ? cohort.id : target.cohortId!,
   };
-  if (!addSecondary && history.length === 0 && sameStudent(values, target)) return { kind: 'unchanged', row, id: target.id, cohortId: target.cohortId, notes };
-  return { kind: 'update', row, id: target.id, values, history, secondaryEmail: addSecondary ? row.email : null, previousCohortId: target.cohortId, notes };
+  const changed = changedFields(values, target);
+  if (!addSecondary && history.length === 0 && changed.length === 0) return { kind: 'unchanged', row, id: target.id, cohortId: target.cohortId, notes };
+  return {
+    kind: 'update', row, id: target.id, values, history, secondaryEmail: addSecondary ? row.email : null, previousCohortId: target.cohortId,
+    changedFields: changed, notes,
+  };
 }
 
 export function decideStudentRow(row: StudentRow, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
