@@ -139,7 +139,7 @@ describe('request-level parameters', () => {
     assert.equal(syntax.conditions.length, 2);
     assert.deepEqual(syntax.select, [{ kind: 'field', alias: null, field: field('id'), cast: null }]);
     assert.equal(syntax.order[0].field.name, 'id');
-    assert.equal(syntax.limit, 7);
+    assert.equal(syntax.limit, 7n);
   });
   test('embed-addressed parameters are kept for the planner to refuse', () => {
     assert.deepEqual(parse('cohorts.name=eq.x&cohorts.order=id').embedReferences.map((r) => r.parameter), ['cohorts.name', 'cohorts.order']);
@@ -149,8 +149,8 @@ describe('request-level parameters', () => {
     assertApiError(() => parse('score::text=eq.7'), 400, 'PGRST100');
   });
   test('the Range header counts only in its two PostgREST forms', () => {
-    assert.deepEqual(parse('', { range: '0-9' }).rangeHeader, { first: 0, last: 9 });
-    assert.deepEqual(parse('', { range: '5-' }).rangeHeader, { first: 5, last: null });
+    assert.deepEqual(parse('', { range: '0-9' }).rangeHeader, { first: 0n, last: 9n });
+    assert.deepEqual(parse('', { range: '5-' }).rangeHeader, { first: 5n, last: null });
     assert.equal(parse('', { range: 'items=0-9' }).rangeHeader, null);
   });
   test('Prefer: the first count wins; unknown preferences fail only under handling=strict', () => {
@@ -165,19 +165,24 @@ describe('request-level parameters', () => {
 });
 
 describe('the page: limit, offset and Range intersected', () => {
+  const big = (n: number | null) => (n === null ? null : BigInt(n));
   const page = (limit: number | null, offset: number | null, rangeHeader: { first: number; last: number | null } | null = null) =>
-    planPage({ limit, offset, rangeHeader });
+    planPage({ limit: big(limit), offset: big(offset), rangeHeader: rangeHeader && { first: BigInt(rangeHeader.first), last: big(rangeHeader.last) } });
   test('defaults to the first 10,000 rows and cuts larger limits to 10,000', () => {
-    assert.deepEqual(page(null, null), { offset: 0, limit: 10_000 });
-    assert.deepEqual(page(20_000, 5), { offset: 5, limit: 10_000 });
+    assert.deepEqual(page(null, null), { offset: 0n, limit: 10_000 });
+    assert.deepEqual(page(20_000, 5), { offset: 5n, limit: 10_000 });
   });
   test('header and parameters intersect', () => {
-    assert.deepEqual(page(10, null, { first: 1, last: 3 }), { offset: 1, limit: 3 });
-    assert.deepEqual(page(null, 2, { first: 1, last: 3 }), { offset: 2, limit: 2 });
+    assert.deepEqual(page(10, null, { first: 1, last: 3 }), { offset: 1n, limit: 3 });
+    assert.deepEqual(page(null, 2, { first: 1, last: 3 }), { offset: 2n, limit: 2 });
   });
   test('limit=0 is a count-only page; a negative offset is ignored', () => {
-    assert.deepEqual(page(0, 4), { offset: 0, limit: 0 });
-    assert.deepEqual(page(3, -2), { offset: 0, limit: 3 });
+    assert.deepEqual(page(0, 4), { offset: 0n, limit: 0 });
+    assert.deepEqual(page(3, -2), { offset: 0n, limit: 3 });
+  });
+  test('offsets and ranges past 2^53 are kept exact', () => {
+    assert.deepEqual(planPage({ limit: null, offset: 9223372036854775807n, rangeHeader: null }), { offset: 9223372036854775807n, limit: 10_000 });
+    assert.deepEqual(planPage({ limit: null, offset: null, rangeHeader: { first: 9007199254740993n, last: 9007199254740997n } }), { offset: 9007199254740993n, limit: 5 });
   });
   test('a negative limit and an inverted Range are 416 PGRST103, each with PostgREST\'s details', () => {
     const negativeLimit = 'Limit should be greater than or equal to zero.';

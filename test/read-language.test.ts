@@ -269,6 +269,21 @@ for (const backend of storeBackends()) {
         assert.equal((await h.get('/v1/cohorts?limit=-1', token)).status, 416);
       });
 
+      test('offsets past 2^53 are taken exactly: empty up to PostgreSQL\'s bigint, 400 22003 naming the sent value beyond', async () => {
+        const largest = '9223372036854775807';
+        const empty = await h.get(`/v1/cohorts?select=id&offset=${largest}`, token);
+        assert.deepEqual([empty.status, empty.body, empty.headers['content-range']], [200, '[]', '*/*']);
+        const counted = await h.get(`/v1/cohorts?select=id&offset=${largest}`, token, exact);
+        assert.equal(counted.status, 416);
+        assert.equal(counted.json.details, `An offset of ${largest} was requested, but there are only ${total} rows.`);
+        const ranged = await h.get('/v1/cohorts?select=id', token, { range: '9007199254740993-9007199254740999', ...exact });
+        assert.equal(ranged.json.details, `An offset of 9007199254740993 was requested, but there are only ${total} rows.`);
+        const beyond = await h.get('/v1/cohorts?select=id&offset=99999999999999999999', token);
+        assert.equal(beyond.status, 400);
+        assert.equal(beyond.json.code, '22003');
+        assert.match(beyond.json.message, /"99999999999999999999"/);
+      });
+
       test('planned and estimated counts give a number and echo the preference', async () => {
         for (const count of ['planned', 'estimated']) {
           const res = await h.get('/v1/students?select=id&limit=5', token, { prefer: `count=${count}` });

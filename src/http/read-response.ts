@@ -15,7 +15,7 @@ export interface ReadResponseHead {
 
 export function readResponseHead(plan: ReadPlan, result: Pick<ReadResult, 'rows' | 'total'>): ReadResponseHead {
   const lower = plan.page.offset;
-  const rangePart = result.rows > 0 && result.total !== 0 ? `${lower}-${lower + result.rows - 1}` : '*';
+  const rangePart = result.rows > 0 && result.total !== 0 ? `${lower}-${lower + BigInt(result.rows - 1)}` : '*';
   const totalPart = result.total === null ? '*' : String(result.total);
   if (result.total !== null && lower > result.total) {
     throw apiError('PGRST103', `An offset of ${lower} was requested, but there are only ${result.total} rows.`)

@@ -63,7 +63,27 @@ async function plannedTotal(tx: Queryable, plan: ReadPlan, tenants: Tenants): Pr
   return Math.round(plannedRows(row['QUERY PLAN'][0].Plan));
 }
 
-async function countedTotal(tx: Queryable, plan: ReadPlan, tenants: Tenants, cap?: number): Promise<number> {
+/** PostgreSQL's largest bigint: the largest offset, and row cap, it takes. */
+const BIGINT_MAX = 2n ** 63n - 1n;
+
+/**
+ * Where a page ends: counting this many rows tells how many it holds (rowsOnPage). An offset past
+ * BIGINT_MAX is counted to as sent, so that the database refuses it as it refuses that offset in
+ * the page's own statement (22003, quoting it).
+ */
+function pageEnd({ offset, limit }: ReadPlan['page']): bigint {
+  if (offset > BIGINT_MAX) return offset;
+  const end = offset + BigInt(limit);
+  return end > BIGINT_MAX ? BIGINT_MAX : end;
+}
+
+/** How many of the first `reachable` rows a page holds: those past its offset, at most its limit. */
+function rowsOnPage({ offset, limit }: ReadPlan['page'], reachable: number): number {
+  const past = BigInt(reachable) - offset;
+  return past <= 0n ? 0 : Math.min(limit, Number(past));
+}
+
+async function countedTotal(tx: Queryable, plan: ReadPlan, tenants: Tenants, cap?: number | bigint): Promise<number> {
   const statement = buildCountStatement(plan, tenants, cap);
   const [row] = await tx.query<{ total: string }>(statement.text, statement.params);
   return Number(row.total);
@@ -107,7 +127,7 @@ async function readSingular(tx: Queryable, plan: ReadPlan, tenants: Tenants, opt
   const statement = buildPageStatement(twoAtMost, tenants, { exactCount: false, body: !options.head });
   const [row] = await tx.query<{ page_total: number; body: string | null }>(statement.text, statement.params);
   if (row.page_total !== 1) {
-    const rows = row.page_total === 0 ? 0 : Math.min(plan.page.limit, (await countedTotal(tx, plan, tenants, plan.page.offset + plan.page.limit)) - plan.page.offset);
+    const rows = row.page_total === 0 ? 0 : rowsOnPage(plan.page, await countedTotal(tx, plan, tenants, pageEnd(plan.page)));
     throw apiError('PGRST116', rows);
   }
   const { total } = await totalOf(tx, plan, tenants, options);
@@ -139,7 +159,7 @@ const [JSON_ARRAY_OPEN, JSON_ARRAY_CLOSE] = [Buffer.from('['), Buffer.from(']')]
  * aggregated statement, which builds the JSON of the page's rows only, had answered.
  */
 export function sentAsRows(plan: ReadPlan, distributed: boolean): boolean {
-  return distributed && plan.count === null && plan.mediaType === 'json' && plan.page.offset === 0;
+  return distributed && plan.count === null && plan.mediaType === 'json' && plan.page.offset === 0n;
 }
 
 /** A column as bytes: as the driver handed them over, or its text encoded. */
@@ -202,10 +222,9 @@ async function readWhole(db: Database, scope: Scope, plan: ReadPlan, options: Re
 }
 
 async function measureStreamedPage(tx: Queryable, plan: ReadPlan, tenants: Tenants, options: ReadOptions): Promise<PageSize> {
-  const { offset, limit } = plan.page;
   const { total, exact } = await totalOf(tx, plan, tenants, options);
-  const reachable = exact ? total! : await countedTotal(tx, plan, tenants, offset + limit);
-  return { rows: Math.max(0, Math.min(limit, reachable - offset)), total };
+  const reachable = exact ? total! : await countedTotal(tx, plan, tenants, pageEnd(plan.page));
+  return { rows: rowsOnPage(plan.page, reachable), total };
 }
 
 /** The media types a page can be streamed in: a single object is never more than one row. */

@@ -48,8 +48,8 @@ export interface ReadPlan extends ReadRepresentation {
   readonly output: readonly OutputColumn[];
   readonly conditions: readonly PlannedCondition[];
   readonly order: readonly PlannedOrder[];
-  /** Rows to skip and rows to return at most; `limit` is already capped. */
-  readonly page: { readonly offset: number; readonly limit: number };
+  /** Rows to skip (exact, as ReadSyntax.offset) and rows to return at most; `limit` is already capped. */
+  readonly page: { readonly offset: bigint; readonly limit: number };
   readonly count: CountPreference | null;
   readonly preferenceApplied: readonly string[];
 }
@@ -124,16 +124,18 @@ export function planPage(syntax: Pick<ReadSyntax, 'limit' | 'offset' | 'rangeHea
   if (header && header.last !== null && header.first > header.last) {
     throw apiError('PGRST103', 'The lower boundary must be lower than or equal to the upper boundary in the Range header.');
   }
-  if (syntax.limit !== null && syntax.limit < 0) throw apiError('PGRST103', NEGATIVE_LIMIT);
-  if (syntax.limit === 0) return { offset: 0, limit: 0 };
-  const offset = Math.max(0, syntax.offset ?? 0);
-  const upperFromQuery = syntax.limit === null ? Infinity : offset + syntax.limit - 1;
-  const lower = Math.max(offset, header?.first ?? 0);
-  const upper = Math.min(upperFromQuery, header?.last ?? Infinity);
+  if (syntax.limit !== null && syntax.limit < 0n) throw apiError('PGRST103', NEGATIVE_LIMIT);
+  if (syntax.limit === 0n) return { offset: 0n, limit: 0 };
+  const offset = syntax.offset !== null && syntax.offset > 0n ? syntax.offset : 0n;
+  const lower = header !== null && header.first > offset ? header.first : offset;
+  // The last row asked for by the query string and by the header, where they bound it.
+  const uppers = [syntax.limit === null ? null : offset + syntax.limit - 1n, header?.last ?? null].filter((u) => u !== null);
+  const upper = uppers.length === 0 ? null : uppers.reduce((a, b) => (a < b ? a : b));
   // The header's range is not empty (checked above), so only limit and offset leave nothing of
   // it: PostgREST names that case as a negative limit.
-  if (lower > upper) throw apiError('PGRST103', NEGATIVE_LIMIT);
-  return { offset: lower, limit: Math.min(upper - lower + 1, LIMITS.rowsPerResponse) };
+  if (upper !== null && lower > upper) throw apiError('PGRST103', NEGATIVE_LIMIT);
+  const rows = upper === null ? null : upper - lower + 1n;
+  return { offset: lower, limit: rows === null || rows > BigInt(LIMITS.rowsPerResponse) ? LIMITS.rowsPerResponse : Number(rows) };
 }
 
 /** The columns a condition names, its tree's included. */

@@ -82,11 +82,11 @@ export function parseOrder(raw: string): OrderTerm[] {
   return terms;
 }
 
-function parseInteger(name: 'limit' | 'offset', raw: string): number {
+function parseInteger(name: 'limit' | 'offset', raw: string): bigint {
   if (!/^-?\d+$/.test(raw.trim())) {
     throw apiError('PGRST100', `${name} parameter`, raw, 0, `unexpected "${raw.slice(0, 1)}" expecting an integer`);
   }
-  return Number(raw.trim());
+  return BigInt(raw.trim());
 }
 
 function countConditions(conditions: readonly Condition[]): number {
@@ -100,8 +100,8 @@ function countConditions(conditions: readonly Condition[]): number {
 export function parseQueryParams(pairs: readonly (readonly [string, string])[]): QueryParams {
   let select: SelectItem[] | null = null;
   let order: OrderTerm[] | null = null;
-  let limit: number | null = null;
-  let offset: number | null = null;
+  let limit: bigint | null = null;
+  let offset: bigint | null = null;
   const conditions: Condition[] = [];
   const embedReferences: EmbedReference[] = [];
   for (const [key, value] of pairs) {

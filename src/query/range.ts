@@ -7,5 +7,5 @@ import type { ReadSyntax } from './syntax.ts';
 export function parseRangeHeader(header: string | undefined): ReadSyntax['rangeHeader'] {
   const match = header === undefined ? null : /^(\d+)-(\d*)$/.exec(header.trim());
   if (!match) return null;
-  return { first: Number(match[1]), last: match[2] === '' ? null : Number(match[2]) };
+  return { first: BigInt(match[1]), last: match[2] === '' ? null : BigInt(match[2]) };
 }

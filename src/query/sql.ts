@@ -209,7 +209,7 @@ const BODY_RENDERERS: Readonly<Record<ReadMediaType, BodyRenderer>> = {
   },
 };
 
-function countSql(plan: ReadPlan, tenants: Tenants, params: Parameters, cap?: number): string {
+function countSql(plan: ReadPlan, tenants: Tenants, params: Parameters, cap?: number | bigint): string {
   const inner = `SELECT 1${fromWhereSql(plan, tenants, params)}`;
   return cap === undefined
     ? `SELECT count(*) FROM (${inner}) pds_all`
@@ -246,7 +246,7 @@ export function buildPageRowsStatement(plan: ReadPlan, tenants: Tenants): Statem
 }
 
 /** The filtered rows counted, optionally stopping at `cap` rows. */
-export function buildCountStatement(plan: ReadPlan, tenants: Tenants, cap?: number): Statement {
+export function buildCountStatement(plan: ReadPlan, tenants: Tenants, cap?: number | bigint): Statement {
   const params = new Parameters();
   return { text: `SELECT (${countSql(plan, tenants, params, cap)})::text AS total`, params: params.values };
 }

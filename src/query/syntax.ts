@@ -70,11 +70,12 @@ export interface ReadSyntax {
   readonly select: readonly SelectItem[];
   readonly conditions: readonly Condition[];
   readonly order: readonly OrderTerm[];
-  readonly limit: number | null;
-  readonly offset: number | null;
+  /** Exact: PostgreSQL takes up to 2^63 − 1, beyond what a number holds (2^53). */
+  readonly limit: bigint | null;
+  readonly offset: bigint | null;
   readonly embedReferences: readonly EmbedReference[];
   /** `Range: first-last` or `first-` (last null); null when absent or not of those forms. */
-  readonly rangeHeader: { readonly first: number; readonly last: number | null } | null;
+  readonly rangeHeader: { readonly first: bigint; readonly last: bigint | null } | null;
   readonly count: CountPreference | null;
   readonly preferenceApplied: readonly string[];
   /**
