@@ -42,6 +42,11 @@ const READ_CHOICES: [string | undefined, ReadMediaType | 'json stripped' | 'sing
   ['application/vnd.pgrst.object+json;nulls=stripped', 'singular stripped'],
   ['application/vnd.pgrst.array+json;nulls=stripped;q=0, application/json', 'json'],
   ['text/csv;q=0.5, application/vnd.pgrst.array+json;nulls=stripped', 'json stripped'],
+  // At equal q-values the more specific range wins whatever the order, as PostgREST orders them
+  // (wai-extra's parseHttpAccept: by q, then by parameters less wildcards).
+  ['*/*, text/csv', 'csv'],
+  ['application/*, text/csv', 'csv'],
+  ['application/json, application/vnd.pgrst.array+json;nulls=stripped', 'json stripped'],
 ];
 
 const REFUSED = [

@@ -49,8 +49,10 @@ const offer = (mediaType: ReadMediaType, nullsStripped: boolean, contentType: st
 /**
  * What a read can answer, in the order a wildcard Accept (any type, `application/*`) or none
  * prefers them among those it may select; a range naming a type without `nulls=stripped` matches
- * the unstripped offer first. At equal q-values `negotiator` prefers the more specific range, so
- * `application/json, <array>;nulls=stripped` is stripped (PostgREST would take the first listed).
+ * the unstripped offer first. At equal q-values `negotiator` prefers the more specific range, as
+ * PostgREST does (wai-extra's parseHttpAccept orders ranges by q, then by their parameters less
+ * their wildcards): any type and `text/csv` listed together is CSV, and
+ * `application/json, <array>;nulls=stripped` is stripped.
  * `application/vnd.pgrst.array+json` is JSON, as in PostgREST.
  */
 const READ_OFFERS: readonly ReadOffer[] = [
