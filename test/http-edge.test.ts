@@ -155,13 +155,21 @@ describe('failed authentication', () => {
   test('counts against the source IP before any lookup: 429 with Retry-After and the RateLimit headers once over the limit', async () => {
     lookups = 0;
     const statuses: number[] = [];
+    const remaining: unknown[] = [];
     let limited;
     for (let i = 0; i < 40; i++) {
       const response = await h.get('/v1/students', `pds_${randomBytes(32).toString('base64url')}`);
       statuses.push(response.status);
+      if (response.status === 401) {
+        // Each refusal tells the failed-authentication limit and what is left of it.
+        assert.equal(response.headers['ratelimit-limit'], '5');
+        assert.ok(Number(response.headers['ratelimit-reset']) > 0);
+        remaining.push(response.headers['ratelimit-remaining']);
+      }
       if (response.status === 429) limited = response;
     }
     assert.deepEqual(statuses.slice(0, 5), [401, 401, 401, 401, 401]);
+    assert.deepEqual(remaining, ['4', '3', '2', '1', '0']);
     assert.deepEqual(new Set(statuses.slice(5)), new Set([429]));
     assertErrorBody(limited!, 429, 'RATE_LIMITED');
     assert.ok(Number(limited!.headers['retry-after']) > 0);
@@ -182,6 +190,8 @@ describe('failed authentication', () => {
       statuses.push(response.status);
     }
     assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429, 429, 429]);
+    const wrong = await h.request({ method: 'GET', url: '/admin/v1/universities', remoteAddress: '10.0.0.4', headers: { authorization: 'Bearer wrong' } });
+    assert.deepEqual([wrong.status, wrong.headers['ratelimit-limit'], wrong.headers['ratelimit-remaining']], [401, '5', '4']);
     const right = await h.request({ method: 'POST', url: '/admin/v1/consortia', remoteAddress: '10.0.0.3', headers: { authorization: `Bearer ${ADMIN_KEY}` }, payload: { name: 'x' } });
     assert.equal(right.status, 429);
   });

@@ -34,17 +34,14 @@ export function requireStaticKey(key: string, failures: AuthFailureGuard, reason
     await failures.check(request);
     const given = bearerToken(request.headers.authorization);
     if (given === null || !timingSafeEqual(digest(given), expected)) {
-      await failures.record(request);
-      throw apiError('UNAUTHORIZED', reason);
+      throw apiError('UNAUTHORIZED', reason).withHeaders(await failures.record(request));
     }
   };
 }
 
 function authenticatePartner(tokens: TokenAuthenticator, failures: AuthFailureGuard) {
-  const refuse = async (request: FastifyRequest, reason: 'missing' | 'malformed' | 'unknown') => {
-    await failures.record(request);
-    return apiError('UNAUTHORIZED', reason);
-  };
+  const refuse = async (request: FastifyRequest, reason: 'missing' | 'malformed' | 'unknown') =>
+    apiError('UNAUTHORIZED', reason).withHeaders(await failures.record(request));
   return async (request: FastifyRequest) => {
     await failures.check(request);
     const header = request.headers.authorization;

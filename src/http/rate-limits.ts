@@ -26,8 +26,8 @@ export type RateLimitHook = (request: FastifyRequest, reply: FastifyReply) => Pr
 export interface AuthFailureGuard {
   /** 429 once the source IP has used up its failures for the window; reads the count only. */
   check(request: FastifyRequest): Promise<void>;
-  /** Counts one failed authentication of the source IP. */
-  record(request: FastifyRequest): Promise<void>;
+  /** Counts one failed authentication of the source IP; answers that limit's headers, which the 401 carries. */
+  record(request: FastifyRequest): Promise<Record<string, string>>;
 }
 
 export interface RateLimitHooks {
@@ -54,6 +54,12 @@ const REDIS_COMMAND_TIMEOUT_MS = 250;
 /** ... and reconnection is retried with backoff up to this, so limits return within it. */
 const REDIS_MAX_RECONNECT_DELAY_MS = 1_000;
 const REDIS_CONNECT_TIMEOUT_MS = 1_000;
+
+/** The headers of a counted request: its limit, what remains of it, and when its window ends. */
+const limitHeaders = (state: { max: number; remaining: number; ttlInSeconds: number }): Record<string, string> => ({
+  [RATE_LIMIT_HEADERS.limit]: String(state.max), [RATE_LIMIT_HEADERS.remaining]: String(state.remaining),
+  [RATE_LIMIT_HEADERS.reset]: String(Math.max(0, state.ttlInSeconds)),
+});
 
 /** A 429 carries the limit that refused it, with nothing remaining, and Retry-After. */
 function rateLimited(request: FastifyRequest, kind: RateLimitKind, max: number, reset: string) {
@@ -140,11 +146,8 @@ export const rateLimits = fp(async (app: FastifyInstance, settings: RateLimitSet
     return async (request, reply) => {
       const state = await limiter(request);
       if (state.isAllowed) return;
-      const reset = String(Math.max(0, state.ttlInSeconds));
-      reply.headers({
-        [RATE_LIMIT_HEADERS.limit]: String(state.max), [RATE_LIMIT_HEADERS.remaining]: String(state.remaining), [RATE_LIMIT_HEADERS.reset]: reset,
-      });
-      if (state.isExceeded) throw rateLimited(request, kind, state.max, reset);
+      reply.headers(limitHeaders(state));
+      if (state.isExceeded) throw rateLimited(request, kind, state.max, String(Math.max(0, state.ttlInSeconds)));
     };
   };
 
@@ -159,7 +162,9 @@ export const rateLimits = fp(async (app: FastifyInstance, settings: RateLimitSet
       }
     },
     async record(request) {
-      await failures(request);
+      const state = await failures(request);
+      // isAllowed: a key of the allow list, which is not counted (none is configured).
+      return state.isAllowed ? {} : limitHeaders(state);
     },
   };
 

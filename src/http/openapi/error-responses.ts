@@ -34,6 +34,7 @@ export const ERROR_SCHEMA: JsonSchema = {
 
 /** Headers added where the error is raised, beyond the catalogue's own. */
 const RAISED_ERROR_HEADERS: Readonly<Partial<Record<number, readonly HeaderName[]>>> = {
+  401: RATE_LIMIT_HEADER_NAMES, // the failed-authentication limit, src/http/auth.ts
   416: ['Content-Range'], // src/http/read-response.ts
   429: ['Retry-After', ...RATE_LIMIT_HEADER_NAMES],
 };
