@@ -271,6 +271,19 @@ for (const backend of storeBackends()) {
         assert.equal((await one('PUT', { ...row, email: email('fresh') })).code, 'ACCOUNT_DELETED');
         assert.equal((await one('PATCH', { email: row.email, first_name: 'Back' })).code, 'ACCOUNT_DELETED');
       });
+
+      test('ACCOUNT_DELETED: an erased student\'s secondary addresses, verified or not, never create a student', async () => {
+        const row = student({ external_id: `ERASED-SEC-${serial}` });
+        const { id } = await one('PUT', row);
+        const [login, other] = [email('login'), email('other')];
+        for (const address of [login, other]) assert.equal((await one('PATCH', { email: address, external_id: row.external_id })).status, 'updated');
+        assert.equal((await h.admin('POST', `/students/${id}/verify-email`, { email: login })).status, 200);
+        assert.equal((await h.admin('DELETE', `/students/${id}`)).status, 204);
+        for (const address of [login, other]) {
+          const again = await one('PUT', student({ email: address }));
+          assert.deepEqual([again.status, again.code], ['rejected', 'ACCOUNT_DELETED']);
+        }
+      });
     });
 
     describe('students: identity', () => {

@@ -42,10 +42,11 @@ export async function claimAccountAddress(tx: Queryable, email: string, kind: st
   return inserted.length > 0;
 }
 
-/** After erasure: the primary address stays held, as erased; the secondary addresses come free. */
-export async function releaseErasedAddresses(tx: Queryable, primary: string, secondaries: readonly string[]): Promise<void> {
-  await tx.query('update email_register set erased = true where email_hash = $1', [sha256Hex(primary)]);
-  if (secondaries.length > 0) {
-    await tx.query('delete from email_register where email_hash = any($1::text[])', [arrayLiteral(secondaries.map(sha256Hex))]);
-  }
+/**
+ * After erasure every address of the student stays held, marked erased: the primary and each
+ * secondary address, verified (a login) or not, so that none creates the person again
+ * (ACCOUNT_DELETED).
+ */
+export async function markErasedAddresses(tx: Queryable, addresses: readonly string[]): Promise<void> {
+  await tx.query('update email_register set erased = true where email_hash = any($1::text[])', [arrayLiteral(addresses.map(sha256Hex))]);
 }

@@ -9,7 +9,7 @@ import type { Queryable } from '../db/store.ts';
 import { type ValuesColumn, valuesList } from '../db/values.ts';
 import { apiError } from '../errors.ts';
 import { recordTombstone, stampCohortCounts } from './change-stamps.ts';
-import { emailKey, releaseErasedAddresses, sha256Hex } from './email-register.ts';
+import { emailKey, markErasedAddresses, sha256Hex } from './email-register.ts';
 import { type AlumniChange, alumniAfterSignIn, alumniChanges, impliedAlumni, todayUtc } from './alumni.ts';
 import { timestampJson } from './timestamps.ts';
 
@@ -134,7 +134,7 @@ export function eraseStudent(db: Database, studentId: string): Promise<void> {
       `update accounts set email = null, erased_at = now(), erased_email_hash = $3, erased_external_id_hash = $4
        where id = $1 and university_id = $2`,
       [...key, sha256Hex(student.email), student.external_id === null ? null : sha256Hex(student.external_id)]);
-    await releaseErasedAddresses(tx, student.email, secondaries.map((s) => s.email));
+    await markErasedAddresses(tx, [student.email, ...secondaries.map((s) => s.email)]);
     await recordTombstone(tx, universityId, changeSeq, 'students', studentId);
     await stampCohortCounts(tx, universityId, changeSeq, [cohortId]);
   });
