@@ -159,6 +159,15 @@ describe('decideStudentRow: matching and codes', () => {
     assert.deepEqual(decisions.map((d) => (d.kind === 'reject' ? d.rejection.code : d.kind)),
       ['create', 'update', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH']);
   });
+
+  test('a row reaching the student of an earlier refused row is DUPLICATE_IN_BATCH', () => {
+    const rows = [patchRow({ email: 'ada@u.edu', cohort_name: 'nope' }), patchRow({ email: 'ada.alt@u.edu', last_name: 'L2' }),
+      patchRow({ email: 'bob@u.edu', external_id: 'A1' }), patchRow({ email: 'new@u.edu', external_id: 'A1' })].map((r, index) => ({ ...r, index }));
+    const decisions = decideStudentBatch(rows, state, context('patch'));
+    // The third names A1 with bob's address: a conflict, which reaches no one student.
+    assert.deepEqual(decisions.map((d) => (d.kind === 'reject' ? d.rejection.code : d.kind)),
+      ['COHORT_NOT_FOUND', 'DUPLICATE_IN_BATCH', 'EXTERNAL_ID_CONFLICT', 'DUPLICATE_IN_BATCH']);
+  });
 });
 
 describe('decideStudentRow: the is_alumni table', () => {

@@ -214,27 +214,33 @@ function decideUpdate(row: StudentRow, match: Match & { target: StudentRecord },
   };
 }
 
-export function decideStudentRow(row: StudentRow, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
-  const match = matchStudent(row, state);
+function decideMatched(row: StudentRow, match: Match | StudentRejection, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
   if ('code' in match) return { kind: 'reject', row, rejection: match };
   return match.target === null ? decideCreate(row, state, context) : decideUpdate(row, { ...match, target: match.target }, state, context);
 }
 
+export function decideStudentRow(row: StudentRow, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
+  return decideMatched(row, matchStudent(row, state), state, context);
+}
+
 /**
  * Decides every row in request order. Validation already refused rows repeating an email or
- * external_id (validateStudentBatch); later rows that reach a student an earlier row already
- * reached, through another address, are DUPLICATE_IN_BATCH here.
+ * external_id (validateStudentBatch); a later row that reaches a student an earlier row reached,
+ * through another address, is DUPLICATE_IN_BATCH here, also when the earlier row was refused
+ * (a cohort not found, say).
  */
 export function decideStudentBatch(rows: readonly StudentRow[], state: StudentBatchState, context: StudentDecisionContext): StudentDecision[] {
   const seenStudents = new Set<string>();
   return rows.map((row) => {
-    const decision = decideStudentRow(row, state, context);
-    if (decision.kind === 'reject' || decision.kind === 'create') return decision;
-    if (seenStudents.has(decision.id)) {
-      return { kind: 'reject', row, rejection: reject('DUPLICATE_IN_BATCH', 'An earlier row of this batch addresses the same student; nothing was written for this row.') };
+    const match = matchStudent(row, state);
+    const studentId = 'code' in match ? null : match.target?.id;
+    if (studentId) {
+      if (seenStudents.has(studentId)) {
+        return { kind: 'reject', row, rejection: reject('DUPLICATE_IN_BATCH', 'An earlier row of this batch addresses the same student; nothing was written for this row.') };
+      }
+      seenStudents.add(studentId);
     }
-    seenStudents.add(decision.id);
-    return decision;
+    return decideMatched(row, match, state, context);
   });
 }
 
