@@ -1,6 +1,7 @@
 /**
- * The operator API's bodies are closed: a key a body does not accept is refused (400
- * INVALID_BODY naming it) and nothing is written, never silently dropped. A dropped
+ * The operator API's bodies are closed and typed: a key a body does not accept, or a value of
+ * another JSON type than its field's, is refused (400 INVALID_BODY) and nothing is written, never
+ * silently dropped or converted. A dropped
  * `grace_second` made a rotation keep the old token a day; a dropped `can_wirte` issued a
  * read-only token.
  */
@@ -49,6 +50,26 @@ for (const backend of backends()) {
       assert.equal(old.expires_at, null);
       // The spelt key still works, within its bound.
       assert.equal((await h.admin('POST', `/tokens/${tokenId}/rotate`, { grace_seconds: LIMITS.rotationGraceSeconds + 1 })).status, 400);
+    });
+
+    test('values of the wrong JSON type are refused as sent, never converted: 400, nothing written', async () => {
+      const cases: [string, Record<string, unknown>][] = [
+        [`/tokens/${tokenId}/rotate`, { grace_seconds: null }],
+        [`/tokens/${tokenId}/rotate`, { grace_seconds: '60' }],
+        ['/tokens', { university_id: universityId, can_write: 'true' }],
+        ['/tokens', { university_id: universityId, can_write: [1] }],
+        ['/tokens', { university_id: [universityId], can_write: false }],
+        ['/consortia', { name: false }],
+        ['/campuses', { university_id: universityId, name: ['Harbour'] }],
+      ];
+      for (const [url, body] of cases) {
+        const before = await tableRows();
+        const response = await h.admin('POST', url, body);
+        assert.deepEqual([response.status, response.json.code], [400, 'INVALID_BODY'], `${url} ${JSON.stringify(body)}: ${response.body}`);
+        assert.deepEqual(await tableRows(), before, `${url}: nothing was written`);
+      }
+      const [old] = await h.sql<{ expires_at: string | null }>('select expires_at from tokens where id = $1', [tokenId]);
+      assert.equal(old.expires_at, null);
     });
 
     test('a token with a misspelt can_write: 400 naming it, no token issued', async () => {

@@ -28,6 +28,7 @@ import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { referencePage } from './reference-page.ts';
 import { invalidResourcePath, registerReadRoutes, unknownFunction, unknownResource } from './read-routes.ts';
 import { schemaProfiles } from './schema-profiles.ts';
+import { requestValidator } from './validation.ts';
 import { registerWriteRoutes } from './write-routes.ts';
 
 /**
@@ -55,9 +56,6 @@ function serverOptions(settings: ServerSettings): FastifyHttpOptions<Server> {
       ...(settings.logStream ? { stream: settings.logStream } : {}),
     },
     bodyLimit: LIMITS.bodyBytes,
-    // Fastify's default strips keys a closed schema does not name; refused instead, so a
-    // misspelt operator field (`grace_second`, `can_wirte`) is a 400, not silently a default.
-    ajv: { customOptions: { removeAdditional: false } },
     http: {
       maxHeaderSize: LIMITS.headerBytes,
       headersTimeout: settings.headersTimeoutMs,
@@ -89,6 +87,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   const settings = { ...CONFIG_DEFAULTS, ...appSettings };
   const app = Fastify(serverOptions(settings));
   app.server.maxConnections = settings.maxConnections;
+  app.setValidatorCompiler(requestValidator());
   routeEveryMethod(app);
   // Before any route (@fastify/cors's included), which takes the error handler set when it is added.
   await app.register(errorHandling);
