@@ -272,6 +272,20 @@ for (const backend of storeBackends()) {
       });
     });
 
+    test('a campus is named once per university, as a template is; consortia, like universities, may share a name; a blank name is refused', async () => {
+      const campus = unique('Harbour campus');
+      assert.equal((await h.admin('POST', '/campuses', { university_id: north.id, name: campus })).status, 201);
+      expectError(await h.admin('POST', '/campuses', { university_id: north.id, name: campus }), 409, 'CONFLICT');
+      assert.equal((await h.admin('POST', '/campuses', { university_id: h.demo!.universities[1].id, name: campus })).status, 201);
+      const consortium = unique('Lakes consortium');
+      assert.equal((await h.admin('POST', '/consortia', { name: consortium })).status, 201);
+      assert.equal((await h.admin('POST', '/consortia', { name: consortium })).status, 201);
+      for (const [url, body] of [['/consortia', { name: '   ' }], ['/campuses', { university_id: north.id, name: ' ' }], ['/universities', { name: '  ' }]] as const) {
+        expectError(await h.admin('POST', url, body), 400, 'INVALID_BODY');
+      }
+      assert.equal((await h.sql('select id from campuses where university_id = $1 and name = $2', [north.id, campus])).length, 1);
+    });
+
     test('an app-side cohort may repeat a name, but its dates, campus and templates are checked as a partner\'s create is', async () => {
       const cohort = {
         university_id: north.id, name: unique('app cohort'), display_name: 'App', program: 'P', degree: 'BSc',

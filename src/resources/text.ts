@@ -21,6 +21,9 @@ const CONTROL_CHARACTER = /\p{Cc}/u;
 /** The same rule as a JSON Schema pattern, for request schemas. */
 export const NO_CONTROL_CHARACTERS_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
 
+/** A name: single-line text with something besides spaces (a lookahead before the same rule). */
+export const NAME_PATTERN = `^(?=.*\\S)${NO_CONTROL_CHARACTERS_PATTERN.slice(1)}`;
+
 export const hasControlCharacter = (value: string) => CONTROL_CHARACTER.test(value);
 
 const characterCount = (value: string) => {

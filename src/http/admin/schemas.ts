@@ -3,12 +3,12 @@
  * and params types (@fastify/type-provider-typebox); those partner routes share are src/http/schemas.ts's.
  */
 import { type TProperties, Type } from 'typebox';
-import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH, NO_CONTROL_CHARACTERS_PATTERN } from '../../resources/text.ts';
+import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH, NAME_PATTERN, NO_CONTROL_CHARACTERS_PATTERN } from '../../resources/text.ts';
 import { nullable, uuid } from '../schemas.ts';
 
 const singleLineLimits = { maxLength: MAX_NAME_LENGTH, pattern: NO_CONTROL_CHARACTERS_PATTERN };
 
-export const name = Type.String({ ...singleLineLimits, minLength: 1 });
+export const name = Type.String({ maxLength: MAX_NAME_LENGTH, minLength: 1, pattern: NAME_PATTERN });
 export const optionalText = Type.Optional(nullable(Type.String(singleLineLimits)));
 export const email = Type.String({ format: 'email', maxLength: MAX_EMAIL_LENGTH });
 export const date = Type.String({ format: 'date' });
