@@ -398,6 +398,12 @@ for (const backend of storeBackends()) {
         assert.match(created.json.results[0].id, /^[0-9a-f-]{36}$/);
         assert.equal((await send('PUT', 'cohorts', [cohort])).json.results[0].status, 'unchanged');
         assert.equal((await send('PATCH', 'cohorts', [{ name: cohort.name, display_name: 'Design' }])).json.results[0].status, 'updated');
+        // A name is matched trimmed and answered as sent, as an email is.
+        const spaced = (await send('PATCH', 'cohorts', [{ name: ` ${cohort.name} `, display_name: 'Design', program: 'Nope', start_date: '2999-07-01' }])).json.results;
+        assert.deepEqual(spaced.map((r: { name: string; code: string }) => [r.name, r.code]), [[` ${cohort.name} `, 'INVALID_DATE_RANGE']]);
+        assert.deepEqual((await send('PATCH', 'cohorts', [{ name: ` ${cohort.name} `, display_name: 'Design' }])).json.results[0], {
+          name: ` ${cohort.name} `, status: 'unchanged', id: created.json.results[0].id,
+        });
         await send('PATCH', 'cohorts', [{ name: cohort.name, campus_name: null, study_mode: null }]);
         const read = await h.get(`/v1/cohorts?name=eq.${cohort.name}&select=display_name,program,campus_name,study_mode,resume_template_names`, readToken);
         assert.deepEqual(read.json, [{ display_name: 'Design', program: 'Computer Science', campus_name: null, study_mode: null, resume_template_names: ['Classic'] }]);

@@ -24,6 +24,8 @@ export type CohortFields = Omit<CohortFieldValues, 'name' | 'resume_template_nam
 /** A validated row: present fields only; null clears an optional field. */
 export interface CohortRow {
   readonly index: number;
+  /** The name as sent, which the row's result carries, and trimmed, as it is matched and stored. */
+  readonly sentName: string;
   readonly name: string;
   readonly fields: Partial<CohortFields>;
 }
@@ -74,7 +76,7 @@ export function validateCohortRow(raw: unknown, index: number, mode: WriteMode):
   if (typeof row.start_date === 'string' && typeof row.end_date === 'string' && !datesInOrder(row.start_date, row.end_date)) {
     return fail('INVALID_DATE_RANGE', 'end_date must be after start_date.');
   }
-  return { ok: { index, name: name.trim(), fields: sentFields(row) } };
+  return { ok: { index, sentName: name, name: name.trim(), fields: sentFields(row) } };
 }
 
 /** A cohort as stored, in write terms (the campus by name). */
@@ -149,7 +151,8 @@ export interface CohortResult {
 }
 
 export function cohortResult(decision: CohortDecision): CohortResult {
-  if (decision.kind === 'reject') return { name: decision.row.name, status: 'rejected', code: decision.rejection.code, message: decision.rejection.message };
+  const name = decision.row.sentName;
+  if (decision.kind === 'reject') return { name, status: 'rejected', code: decision.rejection.code, message: decision.rejection.message };
   const status: RowStatus = decision.kind === 'create' ? 'created' : decision.kind === 'update' ? 'updated' : 'unchanged';
-  return { name: decision.row.name, status, id: decision.record.id };
+  return { name, status, id: decision.record.id };
 }
