@@ -93,8 +93,14 @@ for (const backend of backends()) {
         ['/demo', { students: 5, seed: 77 }],
         [`/students/${studentId}/graduation-date`, { graduation_date: '2001-06-30' }],
         [`/students/${studentId}/verify-email`, { email: `closed-secondary-${backend}@example.edu` }],
+        [`/students/${studentId}/sign-in`, {}],
       ];
       for (const [url, body] of bodies) await expectRefusedKey('POST', url, { ...body, unexpected_key: 1 }, 'unexpected_key');
+    });
+
+    test('a sign-in takes no body, or an empty object', async () => {
+      assert.equal((await h.admin('POST', `/students/${studentId}/sign-in`)).status, 200);
+      assert.equal((await h.admin('POST', `/students/${studentId}/sign-in`, {})).status, 200);
     });
   });
 }

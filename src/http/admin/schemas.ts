@@ -2,7 +2,7 @@
  * The operator API's schema pieces, as TypeBox schemas whose static types are the handlers' body
  * and params types (@fastify/type-provider-typebox); those partner routes share are src/http/schemas.ts's.
  */
-import { type TProperties, Type } from 'typebox';
+import { type Static, type TObject, type TProperties, Type } from 'typebox';
 import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH, NAME_PATTERN, NO_CONTROL_CHARACTERS_PATTERN } from '../../resources/text.ts';
 import { nullable, uuid } from '../schemas.ts';
 
@@ -17,3 +17,9 @@ export const idParams = Type.Object({ id: uuid });
 /** A body that names every field it accepts. */
 export const closedBody = <P extends TProperties>(properties: P) =>
   Type.Object(properties, { additionalProperties: false });
+
+/** A body that may also be left out (null): the call then takes its defaults. */
+export const optionalBody = <T extends TObject>(body: T) => Type.Unsafe<Static<T> | null>({ ...body, type: ['object', 'null'] });
+
+/** No body, or an empty object: the call takes nothing. */
+export const noBody = optionalBody(closedBody({}));

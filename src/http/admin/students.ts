@@ -7,13 +7,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Database } from '../../db/database.ts';
 import { alumniHistory, eraseStudent, setGraduationDateInApp, signIn, verifyEmail } from '../../domain/student-events.ts';
 import { nullable } from '../schemas.ts';
-import { closedBody, date, email, idParams } from './schemas.ts';
+import { closedBody, date, email, idParams, noBody } from './schemas.ts';
 
 const graduationDateBody = closedBody({ graduation_date: nullable(date) });
 const verifiedEmailBody = closedBody({ email });
 
 export const studentRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
-  app.post('/students/:id/sign-in', { schema: { params: idParams } }, async (request) => {
+  app.post('/students/:id/sign-in', { schema: { params: idParams, body: noBody } }, async (request) => {
     await signIn(db, request.params.id);
     return alumniHistory(db, request.params.id);
   });

@@ -2,14 +2,14 @@
  * Partner tokens on the operator API: issue one for a university or a consortium, rotate one,
  * revoke one. Listing and reading them is src/http/admin/records.ts's.
  */
-import { type FastifyPluginAsyncTypebox, type Static, Type } from '@fastify/type-provider-typebox';
+import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typebox';
 import type { Database } from '../../db/database.ts';
 import { type TokenAuthenticator, issueToken, revokeToken, rotateToken } from '../../domain/tokens.ts';
 import { apiError } from '../../errors.ts';
 import { LIMITS, OPERATOR_DEFAULTS } from '../../limits.ts';
 import { recordSchema } from './records.ts';
 import { uuid } from '../schemas.ts';
-import { closedBody, idParams, optionalText } from './schemas.ts';
+import { closedBody, idParams, optionalBody, optionalText } from './schemas.ts';
 
 const expiresAt = Type.Optional(Type.String({ format: 'date-time' }));
 
@@ -30,7 +30,7 @@ const rotateOptions = closedBody({
   expires_at: expiresAt,
 });
 /** The options, or no body at all for the defaults. */
-const rotateBody = Type.Unsafe<Static<typeof rotateOptions> | null>({ ...rotateOptions, type: ['object', 'null'] });
+const rotateBody = optionalBody(rotateOptions);
 
 /** The token record and, this once, its secret. */
 const issuedToken = Type.Object({ ...recordSchema('tokens').properties, token: Type.String() }, { additionalProperties: false });
