@@ -47,6 +47,12 @@ const READ_CHOICES: [string | undefined, ReadMediaType | 'json stripped' | 'sing
   ['*/*, text/csv', 'csv'],
   ['application/*, text/csv', 'csv'],
   ['application/json, application/vnd.pgrst.array+json;nulls=stripped', 'json stripped'],
+  // PostgREST also takes its vendor types named without +json.
+  ['application/vnd.pgrst.object', 'singular'],
+  ['application/vnd.pgrst.object;nulls=stripped', 'singular stripped'],
+  ['application/vnd.pgrst.array', 'json'],
+  ['application/vnd.pgrst.array;nulls=stripped', 'json stripped'],
+  ['application/vnd.pgrst.object;q=0, */*', 'json'],
 ];
 
 const REFUSED = [

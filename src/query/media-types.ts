@@ -18,9 +18,13 @@ export interface ReadRepresentation {
   readonly contentType: string;
 }
 
-/** PostgREST's vendor types: its array (JSON, or JSON with nulls stripped) and its single object. */
+/**
+ * PostgREST's vendor types: its array (JSON, or JSON with nulls stripped) and its single object,
+ * each also named without its `+json` suffix, as PostgREST takes them (its MediaType module).
+ */
 const PGRST_ARRAY = 'application/vnd.pgrst.array+json';
 const PGRST_OBJECT = 'application/vnd.pgrst.object+json';
+const SUFFIXLESS: Readonly<Record<string, string>> = { [PGRST_ARRAY]: 'application/vnd.pgrst.array', [PGRST_OBJECT]: 'application/vnd.pgrst.object' };
 const CHARSET = '; charset=utf-8';
 
 /** The Content-Type of each media type as PostgREST writes it. */
@@ -36,6 +40,9 @@ export const STRIPPED_MEDIA_TYPES: Readonly<Record<Exclude<ReadMediaType, 'csv'>
   singular: `${PGRST_OBJECT};nulls=stripped${CHARSET}`,
 };
 
+/** A media type without its parameters, as an Accept header or a description names it. */
+export const mediaTypeName = (contentType: string): string => contentType.split(';')[0];
+
 interface ReadOffer {
   /** The media range offered to the Accept header, with its charset so that one naming it matches too. */
   readonly offered: string;
@@ -46,6 +53,20 @@ interface ReadOffer {
 const offer = (mediaType: ReadMediaType, nullsStripped: boolean, contentType: string, offered = contentType): ReadOffer =>
   ({ offered, representation: { mediaType, nullsStripped, contentType } });
 
+/** PostgREST's vendor types as offers: `application/vnd.pgrst.array+json` is JSON, as in PostgREST. */
+const VENDOR_OFFERS: readonly ReadOffer[] = [
+  offer('json', false, READ_MEDIA_TYPES.json, `${PGRST_ARRAY}${CHARSET}`),
+  offer('json', true, STRIPPED_MEDIA_TYPES.json),
+  offer('singular', false, READ_MEDIA_TYPES.singular),
+  offer('singular', true, STRIPPED_MEDIA_TYPES.singular),
+];
+
+/** A vendor offer under its name without `+json`, answered in the same Content-Type. */
+const suffixless = ({ offered, representation }: ReadOffer): ReadOffer => {
+  const name = mediaTypeName(offered);
+  return { offered: SUFFIXLESS[name] + offered.slice(name.length), representation };
+};
+
 /**
  * What a read can answer, in the order a wildcard Accept (any type, `application/*`) or none
  * prefers them among those it may select; a range naming a type without `nulls=stripped` matches
@@ -53,19 +74,13 @@ const offer = (mediaType: ReadMediaType, nullsStripped: boolean, contentType: st
  * PostgREST does (wai-extra's parseHttpAccept orders ranges by q, then by their parameters less
  * their wildcards): any type and `text/csv` listed together is CSV, and
  * `application/json, <array>;nulls=stripped` is stripped.
- * `application/vnd.pgrst.array+json` is JSON, as in PostgREST.
  */
 const READ_OFFERS: readonly ReadOffer[] = [
   offer('json', false, READ_MEDIA_TYPES.json),
-  offer('json', false, READ_MEDIA_TYPES.json, `${PGRST_ARRAY}${CHARSET}`),
-  offer('json', true, STRIPPED_MEDIA_TYPES.json),
-  offer('singular', false, READ_MEDIA_TYPES.singular),
-  offer('singular', true, STRIPPED_MEDIA_TYPES.singular),
+  ...VENDOR_OFFERS,
   offer('csv', false, READ_MEDIA_TYPES.csv),
+  ...VENDOR_OFFERS.map(suffixless),
 ];
-
-/** A media type without its parameters, as an Accept header or a description names it. */
-export const mediaTypeName = (contentType: string): string => contentType.split(';')[0];
 
 /** A media type with the parameters that choose it, without the charset every answer has. */
 export const mediaTypeWithParameters = (contentType: string): string => (contentType.endsWith(CHARSET) ? contentType.slice(0, -CHARSET.length) : contentType);
@@ -75,7 +90,7 @@ export const mediaTypeWithParameters = (contentType: string): string => (content
  * PostgREST's vendor types (the single object is 406 unless there is exactly one row; JSON
  * refused with q=0 beside any type is CSV, not one object).
  */
-const namedOnly = (offered: string) => [PGRST_ARRAY, PGRST_OBJECT].includes(mediaTypeName(offered));
+const namedOnly = (offered: string) => [PGRST_ARRAY, PGRST_OBJECT, ...Object.values(SUFFIXLESS)].includes(mediaTypeName(offered));
 
 /** The offer an Accept header prefers among `offers`, or 406 PGRST107 naming what was asked. */
 function negotiate<T extends { readonly offered: string }>(acceptHeader: string | undefined, offers: readonly T[]): T {
@@ -87,7 +102,11 @@ function negotiate<T extends { readonly offered: string }>(acceptHeader: string 
   const eligible = offers.filter((offer) => !namedOnly(offer.offered) || named.has(mediaTypeName(offer.offered)));
   const preferred = negotiator.mediaType(eligible.map((offer) => offer.offered));
   const chosen = eligible.find((offer) => offer.offered === preferred);
-  if (chosen === undefined) throw apiError('PGRST107', acceptHeader ?? '', [...new Set(offers.map((offer) => mediaTypeName(offer.offered)))]);
+  if (chosen === undefined) {
+    // The names without `+json` are taken, not advertised.
+    const advertised = offers.map((offer) => mediaTypeName(offer.offered)).filter((name) => !Object.values(SUFFIXLESS).includes(name));
+    throw apiError('PGRST107', acceptHeader ?? '', [...new Set(advertised)]);
+  }
   return chosen;
 }
 
