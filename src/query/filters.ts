@@ -37,8 +37,10 @@ function readOperation(c: Cursor, inTree: boolean): Operation {
   if (isOneOf<FtsOperator>(ftsOperators, op)) {
     let language: string | null = null;
     if (c.take('(')) {
+      // A text search configuration's name, as PostgREST's grammar takes it: letters, digits, `_`.
       const langStart = c.pos;
-      while (!c.done && c.peek() !== ')') c.pos++;
+      while (/[A-Za-z0-9_]/.test(c.peek())) c.pos++;
+      if (c.pos === langStart) c.fail('a text search configuration name');
       language = c.text.slice(langStart, c.pos);
       c.expect(')');
     }

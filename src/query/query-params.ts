@@ -14,6 +14,27 @@ export type QueryParams = Pick<ReadSyntax, 'select' | 'conditions' | 'order' | '
 const MODIFIERS = new Set(['order', 'limit', 'offset', 'and', 'or']);
 const IGNORED_ON_READ = new Set(['columns', 'on_conflict']);
 
+/**
+ * What follows an embedding's name, as PostgREST's grammar takes it: at most two `!hint`s, then
+ * its fields in balanced parentheses, to the end of the item. Only a well-formed embedding is
+ * refused as one (PGRST200); anything else is a syntax error (PGRST100), as in PostgREST.
+ */
+function readEmbeddingTail(c: Cursor): void {
+  for (let hints = 0; hints < 2 && c.take('!'); hints++) {
+    const start = c.pos;
+    while (/[A-Za-z0-9_]/.test(c.peek())) c.pos++;
+    if (c.pos === start) c.fail('a hint name');
+  }
+  c.expect('(');
+  for (let depth = 1; depth > 0; c.pos++) {
+    if (c.done) c.fail('")"');
+    if (c.peek() === '(') depth++;
+    else if (c.peek() === ')') depth--;
+  }
+  c.skipSpaces();
+  c.expectEnd();
+}
+
 /** One `select` item after its optional `alias:`; embeddings and aggregates are refused by name. */
 function readSelectField(c: Cursor): SelectItem {
   let alias: string | null = null;
@@ -26,6 +47,7 @@ function readSelectField(c: Cursor): SelectItem {
   }
   if (c.peek() === '(' || c.peek() === '!') {
     if (field.name === 'count' && c.startsWith('()')) throw apiError('PGRST123');
+    readEmbeddingTail(c);
     throw apiError('PGRST200', field.name);
   }
   let cast: string | null = null;
