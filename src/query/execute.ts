@@ -17,8 +17,16 @@ import {
   buildPlannedCountStatement,
 } from './sql.ts';
 
-/** Pages up to this many rows are sent whole as one body; larger ones are streamed. */
+/** Pages up to this many rows are sent whole as one body; larger ones are streamed (streams). */
 const BUFFERED_PAGE_MAX_ROWS = 1_000;
+
+/**
+ * Whether a page is streamed: a large one, unless a value of it can fail on some row. A cast can
+ * (`phone::int` of a number with a plus), and a failure after the status line could only cut the
+ * transfer short, where PostgREST, which builds every body whole, answers 400. So a page with a
+ * cast is built whole too, and its failure on any row is the 4xx before the status line.
+ */
+const streams = (plan: ReadPlan) => plan.page.limit > BUFFERED_PAGE_MAX_ROWS && plan.output.every((output) => output.cast === null);
 /**
  * Rows fetched from the cursor at a time: few enough that little is in flight (10,000 résumés
  * at 500 a batch raised peak memory about three times as much as at 100, at the same speed).
@@ -329,6 +337,6 @@ export function executeRead(db: Database, scope: Scope, plan: ReadPlan, options:
   const { mediaType } = plan;
   const tenants = scope.universityIds;
   if (mediaType === 'singular') return db.asPartner(scope, (tx) => readSingular(tx, plan, tenants, options), { readOnly: true });
-  if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, mediaType, options);
+  if (streams(plan)) return readStreamed(db, scope, plan, mediaType, options);
   return readWhole(db, scope, plan, options);
 }
