@@ -163,6 +163,12 @@ describe('request-level parameters', () => {
     assert.equal(parse('', { prefer: 'count=none' }).count, null);
     assertApiError(() => parse('', { prefer: 'handling=strict, count=none' }), 400, 'PGRST122');
   });
+  test('Prefer: timezone=UTC, the zone answers are in, is honoured; another is not applied', () => {
+    assert.deepEqual(parse('', { prefer: 'timezone=UTC, handling=strict, count=exact' }).preferenceApplied, ['count=exact', 'handling=strict', 'timezone=UTC']);
+    assert.deepEqual(parse('', { prefer: 'timezone=Europe/Paris' }).preferenceApplied, []);
+    assertApiError(() => parse('', { prefer: 'handling=strict, timezone=Mars/Base' }), 400, 'PGRST122');
+    assertApiError(() => parse('', { prefer: 'handling=strict, timezone=Europe/Paris' }), 400, 'PGRST122');
+  });
   test('a query string over the cap is refused with 414', () => {
     assertApiError(() => parse(`id=in.(${'1,'.repeat(9000)}1)`), 414, 'URI_TOO_LONG');
   });

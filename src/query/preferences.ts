@@ -16,9 +16,16 @@ export interface WritePreferences {
   readonly preferenceApplied: readonly string[];
 }
 
+/**
+ * The one time zone answers are given in (docs/decisions.md, Operator API): `timezone=UTC` is
+ * honoured and echoed; any other zone is not, so it is ignored, or 400 PGRST122 under strict
+ * handling, as PostgREST treats a zone it cannot apply.
+ */
+const UTC = 'UTC';
+
 const countValues = new Set<string>(['exact', 'planned', 'estimated'] satisfies CountPreference[]);
 const transactionEnds = new Set<string>(['commit', 'rollback'] satisfies TransactionEnd[]);
-const knownPreferences = /^(count=(exact|planned|estimated)|handling=(strict|lenient)|return=(minimal|headers-only|representation)|resolution=(merge-duplicates|ignore-duplicates)|missing=(default|null)|tx=(commit|rollback)|timezone=.+|max-affected=\d+)$/;
+const knownPreferences = /^(count=(exact|planned|estimated)|handling=(strict|lenient)|return=(minimal|headers-only|representation)|resolution=(merge-duplicates|ignore-duplicates)|missing=(default|null)|tx=(commit|rollback)|timezone=UTC|max-affected=\d+)$/;
 
 const isCountPreference = (value: string | undefined): value is CountPreference => value !== undefined && countValues.has(value);
 const isTransactionEnd = (value: string | undefined): value is TransactionEnd => value !== undefined && transactionEnds.has(value);
@@ -27,7 +34,7 @@ const isTransactionEnd = (value: string | undefined): value is TransactionEnd =>
  * RFC 7240 style: comma-separated tokens over any number of headers; the first of each name wins.
  * Returns each preference's first value and the `handling` echo, or PGRST122 under strict handling.
  */
-function readPreferences(headers: string | readonly string[] | undefined): { first: Map<string, string>; handlingApplied: string | null } {
+function readPreferences(headers: string | readonly string[] | undefined): { first: Map<string, string>; handlingApplied: string | null; timezoneApplied: string | null } {
   const tokens = (typeof headers === 'string' ? [headers] : headers ?? [])
     .flatMap((h) => h.split(','))
     .map((t) => t.trim())
@@ -43,23 +50,27 @@ function readPreferences(headers: string | readonly string[] | undefined): { fir
   if (handling === 'strict' && invalid.length > 0) {
     throw apiError('PGRST122', invalid);
   }
-  return { first, handlingApplied: handling === 'strict' || handling === 'lenient' ? `handling=${handling}` : null };
+  return {
+    first,
+    handlingApplied: handling === 'strict' || handling === 'lenient' ? `handling=${handling}` : null,
+    timezoneApplied: first.get('timezone') === UTC ? `timezone=${UTC}` : null,
+  };
 }
 
-/** A read's preferences; Preference-Applied lists them in PostgREST's order: count, then handling. */
+/** A read's preferences; Preference-Applied lists them in PostgREST's order: count, handling, timezone. */
 export function parsePreferences(headers: string | readonly string[] | undefined): Preferences {
-  const { first, handlingApplied } = readPreferences(headers);
+  const { first, handlingApplied, timezoneApplied } = readPreferences(headers);
   const countValue = first.get('count');
   const count = isCountPreference(countValue) ? countValue : null;
-  const preferenceApplied = [count ? `count=${count}` : null, handlingApplied].filter((p): p is string => p !== null);
+  const preferenceApplied = [count ? `count=${count}` : null, handlingApplied, timezoneApplied].filter((p): p is string => p !== null);
   return { count, preferenceApplied };
 }
 
-/** A batch write's preferences; Preference-Applied lists them in PostgREST's order: tx, then handling. */
+/** A batch write's preferences; Preference-Applied lists them in PostgREST's order: tx, handling, timezone. */
 export function parseWritePreferences(headers: string | readonly string[] | undefined): WritePreferences {
-  const { first, handlingApplied } = readPreferences(headers);
+  const { first, handlingApplied, timezoneApplied } = readPreferences(headers);
   const txValue = first.get('tx');
   const tx = isTransactionEnd(txValue) ? txValue : null;
-  const preferenceApplied = [tx ? `tx=${tx}` : null, handlingApplied].filter((p): p is string => p !== null);
+  const preferenceApplied = [tx ? `tx=${tx}` : null, handlingApplied, timezoneApplied].filter((p): p is string => p !== null);
   return { tx: tx ?? 'commit', preferenceApplied };
 }
