@@ -58,7 +58,7 @@ for (const backend of backends()) {
         const res = await h.get('/v1/students?select=id,last_name::int&order=id&limit=5000', consortium);
         assert.equal(res.status, 400);
         assert.equal(res.json.code, '22P02');
-        // Without the failing row the same page streams, whole.
+        // Without the failing row the same page streams, every row of it.
         const fine = await h.get('/v1/students?select=id,last_name::int&order=id&limit=5000&last_name=neq.x', consortium);
         assert.equal(fine.status, 200);
         assert.ok(fine.json.length > 100);

@@ -278,10 +278,14 @@ for (const backend of storeBackends()) {
         assert.equal(counted.json.details, `An offset of ${largest} was requested, but there are only ${total} rows.`);
         const ranged = await h.get('/v1/cohorts?select=id', token, { range: '9007199254740993-9007199254740999', ...exact });
         assert.equal(ranged.json.details, `An offset of 9007199254740993 was requested, but there are only ${total} rows.`);
-        const beyond = await h.get('/v1/cohorts?select=id&offset=99999999999999999999', token);
-        assert.equal(beyond.status, 400);
-        assert.equal(beyond.json.code, '22003');
-        assert.match(beyond.json.message, /"99999999999999999999"/);
+        // Past bigint, whatever else the read asks: a count, a streamed page, a Range, CSV.
+        for (const [query, headers] of [['offset=99999999999999999999', {}], ['offset=99999999999999999999', exact],
+          ['offset=99999999999999999999&limit=5000', exact], ['', { range: '99999999999999999999-', ...exact }],
+          ['offset=99999999999999999999', { accept: 'text/csv', ...exact }]] as const) {
+          const beyond = await h.get(`/v1/cohorts?select=id&${query}`, token, headers);
+          assert.deepEqual([beyond.status, beyond.json.code], [400, '22003'], `${query} ${JSON.stringify(headers)}`);
+          assert.equal(beyond.json.message, 'value "99999999999999999999" is out of range for type bigint');
+        }
       });
 
       test('planned and estimated counts give a number and echo the preference', async () => {

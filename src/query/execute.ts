@@ -11,22 +11,14 @@ import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { ReadMediaType } from './media-types.ts';
-import type { ReadPlan } from './plan.ts';
+import { BIGINT_MAX, type ReadPlan } from './plan.ts';
 import {
-  PAGE_CURSOR, type Statement, type Tenants, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageRowsStatement, buildPageStatement,
+  PAGE_CURSOR, type Statement, type Tenants, buildCastCheckStatement, buildCountStatement, buildCsvHeaderStatement, buildCursorStatement, buildPageRowsStatement, buildPageStatement,
   buildPlannedCountStatement,
 } from './sql.ts';
 
-/** Pages up to this many rows are sent whole as one body; larger ones are streamed (streams). */
+/** Pages up to this many rows are sent whole as one body; larger ones are streamed. */
 const BUFFERED_PAGE_MAX_ROWS = 1_000;
-
-/**
- * Whether a page is streamed: a large one, unless a value of it can fail on some row. A cast can
- * (`phone::int` of a number with a plus), and a failure after the status line could only cut the
- * transfer short, where PostgREST, which builds every body whole, answers 400. So a page with a
- * cast is built whole too, and its failure on any row is the 4xx before the status line.
- */
-const streams = (plan: ReadPlan) => plan.page.limit > BUFFERED_PAGE_MAX_ROWS && plan.output.every((output) => output.cast === null);
 /**
  * Rows fetched from the cursor at a time: few enough that little is in flight (10,000 résumés
  * at 500 a batch raised peak memory about three times as much as at 100, at the same speed).
@@ -71,16 +63,8 @@ async function plannedTotal(tx: Queryable, plan: ReadPlan, tenants: Tenants): Pr
   return Math.round(plannedRows(row['QUERY PLAN'][0].Plan));
 }
 
-/** PostgreSQL's largest bigint: the largest offset, and row cap, it takes. */
-const BIGINT_MAX = 2n ** 63n - 1n;
-
-/**
- * Where a page ends: counting this many rows tells how many it holds (rowsOnPage). An offset past
- * BIGINT_MAX is counted to as sent, so that the database refuses it as it refuses that offset in
- * the page's own statement (22003, quoting it).
- */
+/** Where a page ends, within the row cap PostgreSQL takes: counting this many rows tells how many it holds (rowsOnPage). */
 function pageEnd({ offset, limit }: ReadPlan['page']): bigint {
-  if (offset > BIGINT_MAX) return offset;
   const end = offset + BigInt(limit);
   return end > BIGINT_MAX ? BIGINT_MAX : end;
 }
@@ -229,7 +213,13 @@ async function readWhole(db: Database, scope: Scope, plan: ReadPlan, options: Re
   }, { readOnly: true });
 }
 
+/**
+ * A streamed page's size, and its casts that can fail checked on every row (buildCastCheckStatement):
+ * all before its status line, so a failure there is the 4xx.
+ */
 async function measureStreamedPage(tx: Queryable, plan: ReadPlan, tenants: Tenants, options: ReadOptions): Promise<PageSize> {
+  const castCheck = buildCastCheckStatement(plan, tenants);
+  if (castCheck) await tx.query(castCheck.text, castCheck.params);
   const { total, exact } = await totalOf(tx, plan, tenants, options);
   const reachable = exact ? total! : await countedTotal(tx, plan, tenants, pageEnd(plan.page));
   return { rows: rowsOnPage(plan.page, reachable), total };
@@ -337,6 +327,6 @@ export function executeRead(db: Database, scope: Scope, plan: ReadPlan, options:
   const { mediaType } = plan;
   const tenants = scope.universityIds;
   if (mediaType === 'singular') return db.asPartner(scope, (tx) => readSingular(tx, plan, tenants, options), { readOnly: true });
-  if (streams(plan)) return readStreamed(db, scope, plan, mediaType, options);
+  if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, mediaType, options);
   return readWhole(db, scope, plan, options);
 }

@@ -3,7 +3,7 @@
  * so the SQL builder only ever writes identifiers the registry holds. Also settles the page to
  * read from `limit`, `offset` and the Range header, as PostgREST does.
  */
-import { apiError } from '../errors.ts';
+import { ApiError, apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { Column, Resource } from '../resources/registry.ts';
 import type { ReadRepresentation } from './media-types.ts';
@@ -63,6 +63,12 @@ const CAST_TYPES: Readonly<Record<string, string>> = {
   jsonb: 'jsonb', _text: 'text[]', _int4: 'integer[]', _uuid: 'uuid[]',
 };
 
+/** The types every value converts to: a cast to them never fails on a row. */
+const INFALLIBLE_CASTS: ReadonlySet<string> = new Set([CAST_TYPES.text, CAST_TYPES.varchar]);
+
+/** Whether an output's cast may fail on some row (`phone::int` of `+44…`), where its select names one. */
+export const castCanFail = (output: OutputColumn): boolean => output.cast !== null && !INFALLIBLE_CASTS.has(output.cast);
+
 function resolveField(resource: Resource, field: FieldRef): PlannedField {
   const column = resource.columnsByName.get(field.name);
   if (!column) {
@@ -115,6 +121,9 @@ function planOutput(resource: Resource, syntax: ReadSyntax): OutputColumn[] {
   return output;
 }
 
+/** PostgreSQL's largest bigint: the largest offset it takes, and the largest row count. */
+export const BIGINT_MAX = 2n ** 63n - 1n;
+
 /** PostgREST's details for a range that limit and offset leave empty, a negative limit included. */
 const NEGATIVE_LIMIT = 'Limit should be greater than or equal to zero.';
 
@@ -128,6 +137,8 @@ export function planPage(syntax: Pick<ReadSyntax, 'limit' | 'offset' | 'rangeHea
   if (syntax.limit === 0n) return { offset: 0n, limit: 0 };
   const offset = syntax.offset !== null && syntax.offset > 0n ? syntax.offset : 0n;
   const lower = header !== null && header.first > offset ? header.first : offset;
+  // PostgreSQL's own refusal of such an OFFSET, whichever statement the page would run first.
+  if (lower > BIGINT_MAX) throw new ApiError(400, '22003', `value "${lower}" is out of range for type bigint`);
   // The last row asked for by the query string and by the header, where they bound it.
   const uppers = [syntax.limit === null ? null : offset + syntax.limit - 1n, header?.last ?? null].filter((u) => u !== null);
   const upper = uppers.length === 0 ? null : uppers.reduce((a, b) => (a < b ? a : b));

@@ -8,7 +8,7 @@
 import { arrayLiteral } from '../db/array-literal.ts';
 import { Parameters } from '../db/parameters.ts';
 import type { ReadMediaType } from './media-types.ts';
-import type { OutputColumn, PlannedCondition, PlannedField, ReadPlan } from './plan.ts';
+import { type OutputColumn, type PlannedCondition, type PlannedField, type ReadPlan, castCanFail } from './plan.ts';
 import type { ComparisonOperator, FtsOperator, IsValue, Operation } from './syntax.ts';
 
 export interface Statement {
@@ -256,6 +256,22 @@ export function buildPlannedCountStatement(plan: ReadPlan, tenants: Tenants): St
   const params = new Parameters();
   const rows = `SELECT 1${fromWhereSql(plan, tenants, params)}`;
   return { text: `EXPLAIN (FORMAT JSON) ${rows}`, params: params.values };
+}
+
+/**
+ * The page's casts that can fail (castCanFail), computed over every row of the page and nothing
+ * else; null when it has none. A streamed page runs it before its status line, so that a cast
+ * failing on any row is the 4xx, as PostgREST, which builds every body whole, answers it, while the
+ * body itself still streams.
+ */
+export function buildCastCheckStatement(plan: ReadPlan, tenants: Tenants): Statement | null {
+  const casts = plan.output.filter(castCanFail);
+  if (casts.length === 0) return null;
+  const params = new Parameters();
+  const columns = casts.map((output, i) => `${outputSql(output, params)} AS c${i}`).join(', ');
+  const page = pageSql(plan, tenants, params, columns);
+  // count() of each column evaluates it on every row; an unreferenced column would not be.
+  return { text: `SELECT ${casts.map((_, i) => `count(c${i})`).join(' + ')} AS cast_values FROM (${page}) pds_casts`, params: params.values };
 }
 
 export const PAGE_CURSOR = 'pds_page_rows';
