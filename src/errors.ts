@@ -78,7 +78,7 @@ export const ERRORS = {
     text: (rows: number) => ({ message: 'Cannot coerce the result to a single JSON object', details: `The result contains ${rows} rows` }),
   }),
   PGRST122: define({
-    status: 400, when: 'Prefer: handling=strict with a preference the service does not know.',
+    status: 400, when: 'Prefer: handling=strict with a preference the service does not know or does not apply (a time zone other than UTC).',
     text: (invalid: readonly string[]) => ({ message: 'Invalid preferences given with handling=strict', details: `Invalid preferences: ${invalid.join(', ')}` }),
   }),
   PGRST123: define({

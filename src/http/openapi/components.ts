@@ -15,6 +15,10 @@ import type { RowRequirement } from '../write-schemas.ts';
 
 type Reference = OpenAPIV3_1.ReferenceObject;
 
+/** What every Prefer header takes besides its own preferences (src/query/preferences.ts). */
+const PREFER_HANDLING = '`timezone=UTC`, the zone of every timestamp, is honoured; `handling=strict` refuses a preference the service '
+  + 'does not know or does not apply, another time zone among them (PGRST122).';
+
 export const schemaRef = (name: string): Reference => ({ $ref: `#/components/schemas/${name}` });
 
 const pascalCase = (name: string) => name.split('_').map((word) => word[0].toUpperCase() + word.slice(1)).join('');
@@ -146,13 +150,13 @@ export const PARAMETERS = {
   Prefer: {
     name: 'Prefer', in: 'header', schema: { type: 'string' }, example: 'count=exact',
     description: '`count=exact` (or `planned`, `estimated`) puts the total in Content-Range, and a partial page answers 206. '
-      + '`handling=strict` refuses a preference the service does not know (PGRST122).',
+      + PREFER_HANDLING,
   },
   WritePrefer: {
     name: 'Prefer', in: 'header', schema: { type: 'string' }, example: 'tx=rollback',
     description: '`tx=rollback` makes the write a dry run: every row is validated, matched and decided and the answer is the one '
       + 'the write would give, but nothing is kept (created ids are never assigned). `tx=commit` is the default. '
-      + '`handling=strict` refuses a preference the service does not know (PGRST122).',
+      + PREFER_HANDLING,
   },
   'Idempotency-Key': {
     name: 'Idempotency-Key', in: 'header', schema: { type: 'string', minLength: 1, maxLength: LIMITS.idempotencyKeyChars, pattern: '^[\\x20-\\x7E]+$' },
