@@ -284,6 +284,17 @@ for (const backend of storeBackends()) {
         expectError(await h.admin('POST', url, body), 400, 'INVALID_BODY');
       }
       assert.equal((await h.sql('select id from campuses where university_id = $1 and name = $2', [north.id, campus])).length, 1);
+      // Stored trimmed, so that a partner's cohort row, read trimmed, can name it.
+      const spaced = await h.admin('POST', '/campuses', { university_id: north.id, name: `  ${campus} 2 ` });
+      assert.deepEqual([spaced.status, spaced.json.name], [201, `${campus} 2`]);
+      const cohort = {
+        university_id: north.id, name: '   ', display_name: 'App', program: 'P', degree: 'BSc',
+        start_date: '2030-09-01', end_date: '2033-06-30', intake_year: 2030, intake_term: 'Fall',
+      };
+      expectError(await h.admin('POST', '/cohorts', cohort), 400, 'INVALID_BODY');
+      const created = await h.admin('POST', '/cohorts', { ...cohort, name: ` ${unique('spaced cohort')} `, campus_name: ` ${campus} 2` });
+      assert.equal(created.status, 201, created.body);
+      assert.equal(created.json.name, created.json.name.trim());
     });
 
     test('an app-side cohort may repeat a name, but its dates, campus and templates are checked as a partner\'s create is', async () => {

@@ -21,14 +21,17 @@ async function insertOne(tx: Queryable, collection: OperatorCollection, text: st
   return (await getRecord(tx, collection, id))!;
 }
 
+/**
+ * Names are stored trimmed, as partners' rows are read (docs/decisions.md, Cohort writes): a campus
+ * or template stored with its spaces could never be named by a cohort row.
+ */
 export function createConsortium(tx: Queryable, input: { name: string }) {
-  return insertOne(tx, 'consortia', 'insert into consortia (name) values ($1) returning id', [input.name]);
+  return insertOne(tx, 'consortia', 'insert into consortia (name) values ($1) returning id', [input.name.trim()]);
 }
 
 /**
- * A university. Its name and its short_name are each unique, compared case-insensitively (a
- * second create answers 409). The timezone must be a name in the store's own time zone
- * database, the one `at time zone` reads: Node's Intl.supportedValuesOf('timeZone') omits
+ * A university; its name need not be unique (migration 008). The timezone must be a name in the
+ * store's own time zone database, the one `at time zone` reads: Node's Intl.supportedValuesOf('timeZone') omits
  * valid names such as UTC and Asia/Kolkata (Node 20). PostgreSQL's POSIX-rule copies
  * (`posix/…`) are not IANA names and are refused.
  */
@@ -39,19 +42,19 @@ export async function createUniversity(tx: Queryable, input: { name: string; sho
   }
   return insertOne(tx, 'universities',
     'insert into universities (name, short_name, consortium_id, country, timezone) values ($1, $2, $3, $4, $5) returning id',
-    [input.name, input.short_name ?? null, input.consortium_id ?? null, input.country ?? null, input.timezone ?? null]);
+    [input.name.trim(), input.short_name?.trim() ?? null, input.consortium_id ?? null, input.country ?? null, input.timezone ?? null]);
 }
 
 export function createCampus(tx: Queryable, input: { university_id: string; name: string; city?: string | null; country?: string | null }) {
   return insertOne(tx, 'campuses',
     'insert into campuses (university_id, name, city, country) values ($1, $2, $3, $4) returning id',
-    [input.university_id, input.name, input.city ?? null, input.country ?? null]);
+    [input.university_id, input.name.trim(), input.city ?? null, input.country ?? null]);
 }
 
 export function createResumeTemplate(tx: Queryable, input: { university_id: string; name: string }) {
   return insertOne(tx, 'resume-templates',
     'insert into resume_templates (university_id, name) values ($1, $2) returning id',
-    [input.university_id, input.name]);
+    [input.university_id, input.name.trim()]);
 }
 
 /**
@@ -86,8 +89,8 @@ export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
   const changeSeq = await lockUniversity(tx, input.university_id);
   let campusId: string | null = null;
   if (input.campus_name) {
-    const [campus] = await tx.query<{ id: string }>('select id from campuses where university_id = $1 and name = $2 limit 1',
-      [input.university_id, input.campus_name]);
+    const [campus] = await tx.query<{ id: string }>('select id from campuses where university_id = $1 and name = $2',
+      [input.university_id, input.campus_name.trim()]);
     if (!campus) throw apiError('CAMPUS_NOT_FOUND', input.campus_name);
     campusId = campus.id;
   }
@@ -102,7 +105,7 @@ export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
     `insert into cohorts (university_id, name, display_name, program, degree, start_date, end_date, intake_year,
        intake_term, campus_id, study_mode, resume_template_names, change_seq, created_seq)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text[], $13::bigint, $13::bigint) returning id`,
-    [input.university_id, input.name, input.display_name, input.program, input.degree, input.start_date, input.end_date,
+    [input.university_id, input.name.trim(), input.display_name, input.program, input.degree, input.start_date, input.end_date,
       String(input.intake_year), input.intake_term, campusId, input.study_mode ?? null, arrayLiteral(input.resume_template_names ?? []), changeSeq]);
   const [row] = await tx.query(
     `select id, university_id, name, display_name, program, degree, start_date::text, end_date::text, intake_year,

@@ -4,15 +4,15 @@
  * (src/http/openapi/components.ts), and the operator API's cohort body, which Fastify validates.
  */
 import { type TUnsafe, Type } from 'typebox';
-import { NO_CONTROL_CHARACTERS_PATTERN } from '../resources/text.ts';
+import { NAME_PATTERN, NO_CONTROL_CHARACTERS_PATTERN } from '../resources/text.ts';
 import { COHORT_SHAPE, type CreateValues, type FieldKind, type WriteField, type WriteShape } from '../resources/write-shapes.ts';
 import { type JsonSchema, withNull } from './schemas.ts';
 
 const singleLine = (field: WriteField): JsonSchema => ({ type: 'string', maxLength: field.maxLength, pattern: NO_CONTROL_CHARACTERS_PATTERN });
 
 const KIND_SCHEMAS: Record<FieldKind, (field: WriteField) => JsonSchema> = {
-  // A required text field is never empty; the row rules also refuse a blank one.
-  text: (field) => ({ ...singleLine(field), ...(field.requiredOnCreate ? { minLength: 1 } : {}) }),
+  // A required text field is never blank, as the row rules say.
+  text: (field) => ({ ...singleLine(field), ...(field.requiredOnCreate ? { pattern: NAME_PATTERN } : {}) }),
   email: (field) => ({ type: 'string', format: 'email', maxLength: field.maxLength }),
   phone: (field) => ({ type: 'string', maxLength: field.maxLength }),
   date: () => ({ type: 'string', format: 'date' }),

@@ -14,7 +14,7 @@ export async function loadCohortState(tx: Queryable, universityId: string, rows:
        from cohorts c left join campuses cp on cp.university_id = c.university_id and cp.id = c.campus_id
        where c.university_id = $1 and c.name = any($2::text[]) order by c.id`,
       [universityId, arrayLiteral([...new Set(rows.map((r) => r.name))])]),
-    tx.query<{ id: string; name: string }>('select id, name from campuses where university_id = $1 order by created_at desc, id desc', [universityId]),
+    tx.query<{ id: string; name: string }>('select id, name from campuses where university_id = $1', [universityId]),
     tx.query<{ name: string }>('select name from resume_templates where university_id = $1', [universityId]),
   ]);
   const cohortsByName = new Map<string, CohortRecord[]>();

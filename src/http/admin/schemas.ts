@@ -8,7 +8,7 @@ import { nullable, uuid } from '../schemas.ts';
 
 const singleLineLimits = { maxLength: MAX_NAME_LENGTH, pattern: NO_CONTROL_CHARACTERS_PATTERN };
 
-export const name = Type.String({ maxLength: MAX_NAME_LENGTH, minLength: 1, pattern: NAME_PATTERN });
+export const name = Type.String({ maxLength: MAX_NAME_LENGTH, pattern: NAME_PATTERN });
 export const optionalText = Type.Optional(nullable(Type.String(singleLineLimits)));
 export const email = Type.String({ format: 'email', maxLength: MAX_EMAIL_LENGTH });
 export const date = Type.String({ format: 'date' });
