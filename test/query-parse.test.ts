@@ -65,7 +65,9 @@ describe('filters', () => {
   });
   test('full-text operators take an optional language', () => {
     assert.deepEqual(parseFilter(field('x'), 'fts(french).amour').operation, { kind: 'fts', op: 'fts', language: 'french', value: 'amour' });
-    assert.deepEqual(parseFilter(field('x'), 'wfts.carol or bob').operation, { kind: 'fts', op: 'wfts', language: null, value: 'carol or bob' });    // A configuration's name is letters, digits and `_`, as PostgREST parses it.
+    assert.deepEqual(parseFilter(field('x'), 'wfts.carol or bob').operation, { kind: 'fts', op: 'wfts', language: null, value: 'carol or bob' });
+    assert.equal((parseFilter(field('x'), 'fts(français).amour').operation as { language: string }).language, 'français');
+    // A configuration's name is an identifier, as PostgREST parses it.
     for (const filter of ['fts().amour', 'fts(a-b).amour', 'plfts(french.amour']) assertApiError(() => parseFilter(field('x'), filter), 400, 'PGRST100');
   });
 });
@@ -120,7 +122,9 @@ describe('select and order', () => {
   });
   test('embedding and aggregates are refused with PostgREST codes', () => {
     assertApiError(() => parseSelect('id,cohorts(name)'), 400, 'PGRST200');
-    assertApiError(() => parseSelect('id,cohorts!inner(name),c!fk!left(id,x(y))'), 400, 'PGRST200');
+    for (const select of ['id,cohorts!inner(name),c!fk!left(id,x(y))', 'cohorts!my-fk(name)', 'cohorts!"x y"(name)', 'cohorts("a)b")']) {
+      assertApiError(() => parseSelect(select), 400, 'PGRST200');
+    }
     // Only a well-formed embedding is refused as one; a malformed one is a syntax error.
     for (const select of ['first_name!inner', 'cohorts(name', 'c!(x)', 'c!a!b!c(x)', 'cohorts(name)x']) assertApiError(() => parseSelect(select), 400, 'PGRST100');
     assertApiError(() => parseSelect('count()'), 400, 'PGRST123');

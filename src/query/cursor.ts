@@ -46,6 +46,18 @@ export class Cursor {
 
 const identifierChar = /[\p{L}\p{N}_$ ]/u;
 
+/** A name PostgREST's grammar reads as an identifier: letters, digits, `_`, `$` and spaces (a text search configuration's, say). */
+export function readIdentifier(c: Cursor, what: string): string {
+  const start = c.pos;
+  while (!c.done && identifierChar.test(c.peek())) c.pos++;
+  const name = c.text.slice(start, c.pos).trim();
+  if (!name) {
+    c.pos = start;
+    c.fail(what);
+  }
+  return name;
+}
+
 /** A field name: identifier characters joined by single dashes, or a double-quoted name. */
 export function readName(c: Cursor): string {
   if (c.peek() === '"') return readQuoted(c);

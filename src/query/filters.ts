@@ -5,7 +5,7 @@
  */
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
-import { Cursor, readField, readJsonPath, readName, readQuoted } from './cursor.ts';
+import { Cursor, readField, readIdentifier, readJsonPath, readName, readQuoted } from './cursor.ts';
 import {
   type Condition, type FieldRef, type Filter, type FtsOperator, type IsValue, type LogicTree, type Operation,
   type QuantifiableOperator, type SimpleOperator,
@@ -37,11 +37,7 @@ function readOperation(c: Cursor, inTree: boolean): Operation {
   if (isOneOf<FtsOperator>(ftsOperators, op)) {
     let language: string | null = null;
     if (c.take('(')) {
-      // A text search configuration's name, as PostgREST's grammar takes it: letters, digits, `_`.
-      const langStart = c.pos;
-      while (/[A-Za-z0-9_]/.test(c.peek())) c.pos++;
-      if (c.pos === langStart) c.fail('a text search configuration name');
-      language = c.text.slice(langStart, c.pos);
+      language = readIdentifier(c, 'a text search configuration name');
       c.expect(')');
     }
     c.expect('.');

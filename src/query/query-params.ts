@@ -5,7 +5,7 @@
  */
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
-import { Cursor, readField, splitTopLevel } from './cursor.ts';
+import { Cursor, readField, readName, readQuoted, splitTopLevel } from './cursor.ts';
 import { parseFilter, parseFilterKey, parseLogicTree } from './filters.ts';
 import type { Condition, EmbedReference, OrderTerm, ReadSyntax, SelectItem } from './syntax.ts';
 
@@ -16,20 +16,22 @@ const IGNORED_ON_READ = new Set(['columns', 'on_conflict']);
 
 /**
  * What follows an embedding's name, as PostgREST's grammar takes it: at most two `!hint`s, then
- * its fields in balanced parentheses, to the end of the item. Only a well-formed embedding is
- * refused as one (PGRST200); anything else is a syntax error (PGRST100), as in PostgREST.
+ * its fields in balanced parentheses (a quoted name may hold one), to the end of the item. Only a
+ * well-formed embedding is refused as one (PGRST200); anything else is a syntax error (PGRST100),
+ * as in PostgREST.
  */
 function readEmbeddingTail(c: Cursor): void {
-  for (let hints = 0; hints < 2 && c.take('!'); hints++) {
-    const start = c.pos;
-    while (/[A-Za-z0-9_]/.test(c.peek())) c.pos++;
-    if (c.pos === start) c.fail('a hint name');
-  }
+  // A hint is a name, as a field's is (a foreign key `my-fk`, a quoted "x y").
+  for (let hints = 0; hints < 2 && c.take('!'); hints++) readName(c);
   c.expect('(');
-  for (let depth = 1; depth > 0; c.pos++) {
+  for (let depth = 1; depth > 0;) {
     if (c.done) c.fail('")"');
-    if (c.peek() === '(') depth++;
-    else if (c.peek() === ')') depth--;
+    if (c.peek() === '"') readQuoted(c);
+    else {
+      if (c.peek() === '(') depth++;
+      else if (c.peek() === ')') depth--;
+      c.pos++;
+    }
   }
   c.skipSpaces();
   c.expectEnd();
