@@ -9,7 +9,7 @@ import { settleRaces } from '../src/writes/batches.ts';
 import { type CohortBatchState, type CohortRecord, decideCohortBatch, validateCohortRow } from '../src/writes/cohort-rules.ts';
 import { type StudentRow, validateStudentBatch, validateStudentRow } from '../src/writes/student-rows.ts';
 import {
-  type EmailOwner, type StudentBatchState, type StudentRecord, decideStudentBatch, decideStudentRow,
+  type EmailOwner, type StudentBatchState, type StudentRecord, decideStudentBatch,
 } from '../src/writes/student-rules.ts';
 
 const TODAY = '2026-11-22';
@@ -51,7 +51,7 @@ const patchRow = (fields: Record<string, unknown>) => {
   assert.ok('ok' in validated, JSON.stringify(validated));
   return validated.ok;
 };
-const decide = (r: StudentRow, mode: WriteMode) => decideStudentRow(r, state, context(mode));
+const decide = (r: StudentRow, mode: WriteMode) => decideStudentBatch([r], state, context(mode))[0];
 const codeOf = (r: StudentRow, mode: WriteMode) => {
   const d = decide(r, mode);
   return d.kind === 'reject' ? d.rejection.code : d.kind;
@@ -105,7 +105,7 @@ describe('validateStudentRow', () => {
   });
 });
 
-describe('decideStudentRow: matching and codes', () => {
+describe('student decisions: matching and codes', () => {
   const cases: [string, StudentRow, WriteMode, string][] = [
     ['a new address creates on PUT', row({ email: 'new@u.edu' }), 'put', 'create'],
     ['a new address creates on POST', row({ email: 'new@u.edu' }), 'post', 'create'],
@@ -170,7 +170,7 @@ describe('decideStudentRow: matching and codes', () => {
   });
 });
 
-describe('decideStudentRow: the is_alumni table', () => {
+describe('student decisions: the is_alumni table', () => {
   const flagAfter = (d: ReturnType<typeof decide>) => (d.kind === 'create' || d.kind === 'update' ? d.values.isAlumni : null);
   const historyOf = (d: ReturnType<typeof decide>) => (d.kind === 'create' || d.kind === 'update' ? d.history.map((h) => `${h.reason}:${h.isAlumni}`) : []);
 

@@ -24,7 +24,9 @@ export interface ReadRepresentation {
  */
 const PGRST_ARRAY = 'application/vnd.pgrst.array+json';
 const PGRST_OBJECT = 'application/vnd.pgrst.object+json';
-const SUFFIXLESS: Readonly<Record<string, string>> = { [PGRST_ARRAY]: 'application/vnd.pgrst.array', [PGRST_OBJECT]: 'application/vnd.pgrst.object' };
+const withoutSuffix = (name: string) => name.slice(0, -'+json'.length);
+/** The vendor types' names without `+json`: taken, not advertised. */
+const SUFFIXLESS_NAMES: ReadonlySet<string> = new Set([PGRST_ARRAY, PGRST_OBJECT].map(withoutSuffix));
 const CHARSET = '; charset=utf-8';
 
 /** The Content-Type of each media type as PostgREST writes it. */
@@ -64,7 +66,7 @@ const VENDOR_OFFERS: readonly ReadOffer[] = [
 /** A vendor offer under its name without `+json`, answered in the same Content-Type. */
 const suffixless = ({ offered, representation }: ReadOffer): ReadOffer => {
   const name = mediaTypeName(offered);
-  return { offered: SUFFIXLESS[name] + offered.slice(name.length), representation };
+  return { offered: withoutSuffix(name) + offered.slice(name.length), representation };
 };
 
 /**
@@ -90,7 +92,7 @@ export const mediaTypeWithParameters = (contentType: string): string => (content
  * PostgREST's vendor types (the single object is 406 unless there is exactly one row; JSON
  * refused with q=0 beside any type is CSV, not one object).
  */
-const namedOnly = (offered: string) => [PGRST_ARRAY, PGRST_OBJECT, ...Object.values(SUFFIXLESS)].includes(mediaTypeName(offered));
+const namedOnly = (offered: string) => [PGRST_ARRAY, PGRST_OBJECT].includes(mediaTypeName(offered)) || SUFFIXLESS_NAMES.has(mediaTypeName(offered));
 
 /** The offer an Accept header prefers among `offers`, or 406 PGRST107 naming what was asked. */
 function negotiate<T extends { readonly offered: string }>(acceptHeader: string | undefined, offers: readonly T[]): T {
@@ -103,8 +105,7 @@ function negotiate<T extends { readonly offered: string }>(acceptHeader: string 
   const preferred = negotiator.mediaType(eligible.map((offer) => offer.offered));
   const chosen = eligible.find((offer) => offer.offered === preferred);
   if (chosen === undefined) {
-    // The names without `+json` are taken, not advertised.
-    const advertised = offers.map((offer) => mediaTypeName(offer.offered)).filter((name) => !Object.values(SUFFIXLESS).includes(name));
+    const advertised = offers.map((offer) => mediaTypeName(offer.offered)).filter((name) => !SUFFIXLESS_NAMES.has(name));
     throw apiError('PGRST107', acceptHeader ?? '', [...new Set(advertised)]);
   }
   return chosen;

@@ -17,7 +17,7 @@ export interface WritePreferences {
 }
 
 /**
- * The one time zone answers are given in (docs/decisions.md, Operator API): `timezone=UTC` is
+ * The one time zone answers are given in (docs/decisions.md, Resources and reads): `timezone=UTC` is
  * honoured and echoed; any other zone is not, so it is ignored, or 400 PGRST122 under strict
  * handling, as PostgREST treats a zone it cannot apply.
  */
@@ -25,7 +25,7 @@ const UTC = 'UTC';
 
 const countValues = new Set<string>(['exact', 'planned', 'estimated'] satisfies CountPreference[]);
 const transactionEnds = new Set<string>(['commit', 'rollback'] satisfies TransactionEnd[]);
-const knownPreferences = /^(count=(exact|planned|estimated)|handling=(strict|lenient)|return=(minimal|headers-only|representation)|resolution=(merge-duplicates|ignore-duplicates)|missing=(default|null)|tx=(commit|rollback)|timezone=UTC|max-affected=\d+)$/;
+const knownPreferences = new RegExp(`^(count=(exact|planned|estimated)|handling=(strict|lenient)|return=(minimal|headers-only|representation)|resolution=(merge-duplicates|ignore-duplicates)|missing=(default|null)|tx=(commit|rollback)|timezone=${UTC}|max-affected=\\d+)$`);
 
 const isCountPreference = (value: string | undefined): value is CountPreference => value !== undefined && countValues.has(value);
 const isTransactionEnd = (value: string | undefined): value is TransactionEnd => value !== undefined && transactionEnds.has(value);

@@ -57,7 +57,7 @@ export interface StudentValues {
 /** A student's fields a row may change; its address is how it is found, never changed by a row. */
 export type StudentField = Exclude<keyof StudentValues, 'email'>;
 
-export const STUDENT_FIELDS = Object.keys({
+export const CHANGEABLE_STUDENT_FIELDS = Object.keys({
   firstName: true, lastName: true, externalId: true, phone: true, graduationDate: true, isAlumni: true, cohortId: true,
 } satisfies Record<StudentField, true>) as readonly StudentField[];
 
@@ -154,7 +154,7 @@ function decideCreate(row: StudentRow, state: StudentBatchState, context: Studen
   const implied = impliedAlumni(graduationDate, cohort.endDate, context.today);
   const isAlumni = row.isAlumni!;
   return {
-    kind: 'create', row, id: context.newId(), secondaryEmail: null, previousCohortId: null, changedFields: STUDENT_FIELDS,
+    kind: 'create', row, id: context.newId(), secondaryEmail: null, previousCohortId: null, changedFields: CHANGEABLE_STUDENT_FIELDS,
     values: {
       email: row.email, firstName: row.firstName!, lastName: row.lastName!, externalId: row.externalId ?? null,
       phone: row.phone ?? null, graduationDate, isAlumni, cohortId: cohort.id,
@@ -176,7 +176,7 @@ function flagSteps(row: StudentRow, target: StudentRecord, cohort: CohortRef | n
   return steps;
 }
 
-const changedFields = (values: StudentValues, target: StudentRecord) => STUDENT_FIELDS.filter((field) => values[field] !== target[field]);
+const changedFields = (values: StudentValues, target: StudentRecord) => CHANGEABLE_STUDENT_FIELDS.filter((field) => values[field] !== target[field]);
 
 /** A row that matched a student: updated unless POST, the cohort is wrong, or nothing changes. */
 function decideUpdate(row: StudentRow, match: Match & { target: StudentRecord }, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
@@ -217,10 +217,6 @@ function decideUpdate(row: StudentRow, match: Match & { target: StudentRecord },
 function decideMatched(row: StudentRow, match: Match | StudentRejection, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
   if ('code' in match) return { kind: 'reject', row, rejection: match };
   return match.target === null ? decideCreate(row, state, context) : decideUpdate(row, { ...match, target: match.target }, state, context);
-}
-
-export function decideStudentRow(row: StudentRow, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
-  return decideMatched(row, matchStudent(row, state), state, context);
 }
 
 /**

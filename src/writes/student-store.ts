@@ -11,7 +11,7 @@ import type { ChangeSeq } from '../db/locks.ts';
 import { cohortCountStamp } from '../domain/change-stamps.ts';
 import { alumniHistoryStatement } from '../domain/student-events.ts';
 import type { StudentRow } from './student-rows.ts';
-import { type CohortRef, type EmailOwner, STUDENT_FIELDS, type StudentBatchState, type StudentDecision, type StudentField, type StudentRecord } from './student-rules.ts';
+import { type CohortRef, type EmailOwner, CHANGEABLE_STUDENT_FIELDS, type StudentBatchState, type StudentDecision, type StudentField, type StudentRecord } from './student-rules.ts';
 
 interface StudentRecordRow {
   id: string;
@@ -145,7 +145,7 @@ const FIELD_COLUMNS: Readonly<Record<StudentField, Omit<ValuesColumn<Change>, 'v
 const fieldColumn = (field: StudentField): ValuesColumn<Change> => ({ ...FIELD_COLUMNS[field], value: (c) => c.values[field] });
 const ID_COLUMN: ValuesColumn<Change> = { name: 'id', type: 'uuid', value: (c) => c.id };
 const EMAIL_COLUMN: ValuesColumn<Change> = { name: 'email', type: 'text', value: (c) => c.values.email };
-const STUDENT_INSERT_COLUMNS = [ID_COLUMN, EMAIL_COLUMN, ...STUDENT_FIELDS.map(fieldColumn)];
+const STUDENT_INSERT_COLUMNS = [ID_COLUMN, EMAIL_COLUMN, ...CHANGEABLE_STUDENT_FIELDS.map(fieldColumn)];
 
 /**
  * The update of `updates`: the columns any of them changes, and the change stamps. A batch of
@@ -153,7 +153,7 @@ const STUDENT_INSERT_COLUMNS = [ID_COLUMN, EMAIL_COLUMN, ...STUDENT_FIELDS.map(f
  * PGlite against 53–60 ms writing every column (the same rows, taking turns).
  */
 function updateStatement(universityId: string, changeSeq: ChangeSeq, updates: readonly Change[]): [string, (string | null)[]] {
-  const columns = STUDENT_FIELDS.filter((field) => updates.some((u) => u.changedFields.includes(field))).map(fieldColumn);
+  const columns = CHANGEABLE_STUDENT_FIELDS.filter((field) => updates.some((u) => u.changedFields.includes(field))).map(fieldColumn);
   const list = valuesList([ID_COLUMN, ...columns], updates, 3);
   const assignments = [...columns.map(({ name }) => `${name} = u.${name}`), 'updated_at = now()', 'change_seq = $2::bigint'].join(', ');
   return [`update students s set ${assignments} from (values ${list.rows}) as u(${list.columns}) where s.id = u.id and s.university_id = $1`,
