@@ -190,6 +190,12 @@ describe('student decisions: the is_alumni table', () => {
     assert.equal(flagAfter(d), true);
     assert.deepEqual(historyOf(d), ['partner_api_push:true']);
   });
+  test('an update sending the flag the student holds records partner_api_push; an unchanged row records nothing', () => {
+    assert.deepEqual(historyOf(decide(patchRow({ email: 'ada@u.edu', last_name: 'Byron', is_alumni: false }), 'patch')), ['partner_api_push:false']);
+    // A move that derives the value the partner sends: the derivation changes nothing, the push is recorded.
+    assert.deepEqual(historyOf(decide(patchRow({ email: 'carol@u.edu', cohort_name: 'ended', is_alumni: true }), 'patch')), ['partner_api_push:true']);
+    assert.equal(decide(patchRow({ email: 'ada@u.edu', is_alumni: false }), 'patch').kind, 'unchanged');
+  });
   test('is_alumni omitted on PATCH: the flag is untouched', () => {
     const d = decide(patchRow({ email: 'carol@u.edu', phone: '+15551234567' }), 'patch');
     assert.equal(flagAfter(d), true);

@@ -330,6 +330,15 @@ for (const backend of storeBackends()) {
         assert.equal(result.notes, undefined);
       });
 
+      test('a partner update sending the flag the student holds records it (partner_api_push); a replay records nothing', async () => {
+        const row = student({ is_alumni: false });
+        const { id } = await one('PUT', row);
+        assert.deepEqual(await history(id), [{ is_alumni: false, reason: 'partner_api_push' }]);
+        assert.equal((await one('PUT', { ...row, last_name: 'Byron' })).status, 'updated');
+        assert.equal((await one('PUT', { ...row, last_name: 'Byron' })).status, 'unchanged');
+        assert.deepEqual(await history(id), [{ is_alumni: false, reason: 'partner_api_push' }, { is_alumni: false, reason: 'partner_api_push' }]);
+      });
+
       test('a partner write with is_alumni false clears the flag with a history entry', async () => {
         const row = student({ is_alumni: true });
         const { id } = await one('PUT', row);

@@ -178,6 +178,16 @@ function flagSteps(row: StudentRow, target: StudentRecord, cohort: CohortRef | n
 
 const changedFields = (values: StudentValues, target: StudentRecord) => CHANGEABLE_STUDENT_FIELDS.filter((field) => values[field] !== target[field]);
 
+/**
+ * An update's history with the partner's sent value last, also when it left the flag as it was:
+ * the contract's table writes a `partner_api_push` entry for every partner write that creates or
+ * updates and carries `is_alumni`. An unchanged row writes nothing, its entry included.
+ */
+function withPartnerPush(history: readonly AlumniChange[], row: StudentRow): readonly AlumniChange[] {
+  if (row.isAlumni === undefined || history.at(-1)?.reason === 'partner_api_push') return history;
+  return [...history, { isAlumni: row.isAlumni, reason: 'partner_api_push' }];
+}
+
 /** A row that matched a student: updated unless POST, the cohort is wrong, or nothing changes. */
 function decideUpdate(row: StudentRow, match: Match & { target: StudentRecord }, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
   const { target, addSecondary } = match;
@@ -209,7 +219,7 @@ function decideUpdate(row: StudentRow, match: Match & { target: StudentRecord },
   const changed = changedFields(values, target);
   if (!addSecondary && history.length === 0 && changed.length === 0) return { kind: 'unchanged', row, id: target.id, cohortId: target.cohortId, notes };
   return {
-    kind: 'update', row, id: target.id, values, history, secondaryEmail: addSecondary ? row.email : null, previousCohortId: target.cohortId,
+    kind: 'update', row, id: target.id, values, history: withPartnerPush(history, row), secondaryEmail: addSecondary ? row.email : null, previousCohortId: target.cohortId,
     changedFields: changed, notes,
   };
 }
