@@ -65,9 +65,8 @@ const limitHeaders = (state: { max: number; remaining: number; ttlInSeconds: num
 function rateLimited(request: FastifyRequest, kind: RateLimitKind, max: number, reset: string) {
   notesOf(request).rateLimited = kind;
   const what = kind === 'auth_failure' ? 'failed authentications' : 'requests';
-  return apiError('RATE_LIMITED', max, reset, what).withHeaders({
-    [RATE_LIMIT_HEADERS.limit]: String(max), [RATE_LIMIT_HEADERS.remaining]: '0', [RATE_LIMIT_HEADERS.reset]: reset, 'retry-after': reset,
-  });
+  return apiError('RATE_LIMITED', max, reset, what)
+    .withHeaders({ ...limitHeaders({ max, remaining: 0, ttlInSeconds: Number(reset) }), 'retry-after': reset });
 }
 
 function connectRedis(app: FastifyInstance, url: string): Redis {

@@ -27,6 +27,8 @@ const PGRST_OBJECT = 'application/vnd.pgrst.object+json';
 const withoutSuffix = (name: string) => name.slice(0, -'+json'.length);
 /** The vendor types' names without `+json`: taken, not advertised. */
 const SUFFIXLESS_NAMES: ReadonlySet<string> = new Set([PGRST_ARRAY, PGRST_OBJECT].map(withoutSuffix));
+/** Every name of the vendor types. */
+const VENDOR_NAMES: ReadonlySet<string> = new Set([PGRST_ARRAY, PGRST_OBJECT, ...SUFFIXLESS_NAMES]);
 const CHARSET = '; charset=utf-8';
 
 /** The Content-Type of each media type as PostgREST writes it. */
@@ -92,7 +94,7 @@ export const mediaTypeWithParameters = (contentType: string): string => (content
  * PostgREST's vendor types (the single object is 406 unless there is exactly one row; JSON
  * refused with q=0 beside any type is CSV, not one object).
  */
-const namedOnly = (offered: string) => [PGRST_ARRAY, PGRST_OBJECT].includes(mediaTypeName(offered)) || SUFFIXLESS_NAMES.has(mediaTypeName(offered));
+const namedOnly = (offered: string) => VENDOR_NAMES.has(mediaTypeName(offered));
 
 /** The offer an Accept header prefers among `offers`, or 406 PGRST107 naming what was asked. */
 function negotiate<T extends { readonly offered: string }>(acceptHeader: string | undefined, offers: readonly T[]): T {

@@ -224,11 +224,6 @@ function decideUpdate(row: StudentRow, match: Match & { target: StudentRecord },
   };
 }
 
-function decideMatched(row: StudentRow, match: Match | StudentRejection, state: StudentBatchState, context: StudentDecisionContext): StudentDecision {
-  if ('code' in match) return { kind: 'reject', row, rejection: match };
-  return match.target === null ? decideCreate(row, state, context) : decideUpdate(row, { ...match, target: match.target }, state, context);
-}
-
 /**
  * Decides every row in request order. Validation already refused rows repeating an email or
  * external_id (validateStudentBatch); a later row that reaches a student an earlier row reached,
@@ -239,14 +234,14 @@ export function decideStudentBatch(rows: readonly StudentRow[], state: StudentBa
   const seenStudents = new Set<string>();
   return rows.map((row) => {
     const match = matchStudent(row, state);
-    const studentId = 'code' in match ? null : match.target?.id;
-    if (studentId) {
-      if (seenStudents.has(studentId)) {
-        return { kind: 'reject', row, rejection: reject('DUPLICATE_IN_BATCH', 'An earlier row of this batch addresses the same student; nothing was written for this row.') };
-      }
-      seenStudents.add(studentId);
+    if ('code' in match) return { kind: 'reject', row, rejection: match };
+    const { target } = match;
+    if (target === null) return decideCreate(row, state, context);
+    if (seenStudents.has(target.id)) {
+      return { kind: 'reject', row, rejection: reject('DUPLICATE_IN_BATCH', 'An earlier row of this batch addresses the same student; nothing was written for this row.') };
     }
-    return decideMatched(row, match, state, context);
+    seenStudents.add(target.id);
+    return decideUpdate(row, { ...match, target }, state, context);
   });
 }
 
