@@ -7,10 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as pause } from 'node:timers/promises';
 import { Database, type Scope } from '../src/db/database.ts';
 import { NODE_READER_ROLE, openPostgresStore } from '../src/db/postgres-store.ts';
 import { loadDemo } from '../src/domain/demo.ts';
-import type { ReaderBinding, Store } from '../src/db/store.ts';
+import { DEFAULT_STORE_TIMEOUTS, type ReaderBinding, type Store } from '../src/db/store.ts';
 import { type TestStore, openTestStore, storeBackends } from './support/harness.ts';
 
 let UNIVERSITIES: string[] = [];
@@ -104,6 +105,37 @@ if (storeBackends().includes('postgres')) {
       const [after] = await readAs<{ pid: number; visible: string[] }>(db, OTHER, `select pg_backend_pid() as pid, ${VISIBLE}`, []);
       assert.notEqual(after.pid, before.pid);
       assert.deepEqual(after.visible, [UNIVERSITIES[1]]);
+    });
+
+    test('when its one session is busy, a read of the same scope is sent behind the read in flight instead of waiting for it, one at most', async () => {
+      // A wait for a free session far shorter than the read in flight: only a read that shares the session is served.
+      const sharing = openPostgresStore(testStore.url!, 1, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 50 });
+      try {
+        const sharingDb = new Database(sharing, 5_000);
+        await readAs(sharingDb, ONE, 'select 1', []);
+        const slow = readAs<{ pid: number }>(sharingDb, ONE, 'select pg_backend_pid() as pid from pg_sleep(0.4)', []);
+        // The slow read holds the session and is on its way before the others are sent.
+        await pause(100);
+        const behind = readAs<{ pid: number; visible: string[] }>(sharingDb, ONE, `select pg_backend_pid() as pid, ${VISIBLE}`, []);
+        const third = readAs(sharingDb, ONE, 'select 1', []);
+        const otherScope = readAs(sharingDb, OTHER, 'select 1', []);
+        await assert.rejects(third, { code: 'POOL_TIMEOUT' });
+        await assert.rejects(otherScope, { code: 'POOL_TIMEOUT' });
+        const [[first], [second]] = await Promise.all([slow, behind]);
+        assert.deepEqual({ ...second }, { pid: first.pid, visible: [UNIVERSITIES[0]] });
+      } finally {
+        await sharing.close();
+      }
+    });
+
+    test('a read never shares a session whose scope is changing: it waits, and sees its own scope', async () => {
+      await readAs(db, ONE, 'select 1', []);
+      // The one session changes to OTHER; a read of ONE sent behind that change would see OTHER's rows.
+      const changing = readAs<{ visible: string[] }>(db, OTHER, `select ${VISIBLE} from pg_sleep(0.3)`, []);
+      await pause(100);
+      const waiting = readAs<{ visible: string[] }>(db, ONE, `select ${VISIBLE}`, []);
+      const [[changed], [waited]] = await Promise.all([changing, waiting]);
+      assert.deepEqual([changed.visible, waited.visible], [[UNIVERSITIES[1]], [UNIVERSITIES[0]]]);
     });
 
     test('the role is the session\'s own: RESET ROLE and RESET ALL keep it, and an empty scope sees nothing', async () => {

@@ -69,7 +69,8 @@ class Session {
   lost: StoreUnavailableError | null = null;
   /**
    * A reader session's scope as last set and confirmed with its role (Store.readAsReader); null
-   * until then, so a session's first read always sets it and checks the role.
+   * until then, so a session's first read always sets it and checks the role, and null while a
+   * change is on its way, so that no read shares the session (SessionPool.share) on the old one.
    */
   scope: string | null = null;
   private socket: net.Socket | null = null;
@@ -92,6 +93,11 @@ class Session {
       max_lifetime: 0,
       fetch_types: false,
     }, customSocket));
+  }
+
+  /** Statements sent and not yet answered. */
+  get inFlight(): number {
+    return this.outstanding.size;
   }
 
   run<T>(statement: Statement): Promise<T> {
@@ -154,7 +160,8 @@ export class Lease {
   private timer: NodeJS.Timeout | null = null;
   private pending = 0;
 
-  constructor(readonly session: Session, budgetMs: number) {
+  /** `shared`: a lease of a session handed out to someone else (SessionPool.share), not by the pool. */
+  constructor(readonly session: Session, budgetMs: number, readonly shared = false) {
     this.budgetMs = budgetMs;
   }
 
@@ -218,6 +225,16 @@ export class Lease {
 
 type PoolLimits = StoreTimeouts & { maxConnections: number };
 
+/**
+ * The statements a session may have in flight when a read shares it (SessionPool.share): its
+ * owner's and one sent behind it, so that the server has the next statement when it finishes the
+ * first. One university's cheap page at 32 connections on 10 sessions, in 12 s of interleaved
+ * rounds, twice: 46,100 answers with no sharing, 53,600–55,500 with two statements in flight,
+ * 53,000–55,800 with three; p99 22.5–23.7 ms, 18.5–18.8 ms, 22.9–24.6 ms. A server session that
+ * stalls holds up every statement sent on it: p99.9 33–35 ms, 61–73 ms, 104–114 ms.
+ */
+const MAX_SHARED_IN_FLIGHT = 2;
+
 export const shuttingDown = () => new StoreUnavailableError('CONNECTION_ENDED', 'The service is shutting down.');
 
 /**
@@ -230,6 +247,8 @@ export class SessionPool {
   /** Every session not yet destroyed, handed out or not, so that close() can end them all. */
   private readonly sessions = new Set<Session>();
   private readonly waiting = new Set<ReturnType<Pool<Session>['acquire']>>();
+  /** The sessions handed out, which share() may lease once more. */
+  private readonly leased = new Set<Session>();
   private closed = false;
 
   constructor(url: string, private readonly limits: PoolLimits, startupParameters: Readonly<Record<string, string>> = {}) {
@@ -261,7 +280,9 @@ export class SessionPool {
     const acquire = this.pool.acquire();
     this.waiting.add(acquire);
     try {
-      return new Lease(await acquire.promise, storeWaitMs);
+      const session = await acquire.promise;
+      this.leased.add(session);
+      return new Lease(session, storeWaitMs);
     } catch (error) {
       if (this.closed) throw shuttingDown();
       if (error instanceof TimeoutError) throw new StoreUnavailableError('POOL_TIMEOUT', `No data store connection came free within ${this.limits.poolWaitMs} ms.`);
@@ -271,12 +292,34 @@ export class SessionPool {
     }
   }
 
+  /**
+   * When every session is in use and no more may be opened, a second lease of the handed-out
+   * session that `accepts` with the fewest statements in flight, fewer than
+   * MAX_SHARED_IN_FLIGHT; else null, and the caller waits for a session of its own (lease). Its
+   * statements are sent behind the others on that session, in one pipeline, as postgres.js's own
+   * pool sends a query on a busy connection; the session goes back to the pool with its owner's
+   * lease, and whoever takes it next sends behind them. Only a reader's statement alone may share
+   * (src/db/postgres-store.ts readOnReaderSession): it runs in no transaction of its own and
+   * takes none over.
+   */
+  share(accepts: (session: Session) => boolean, storeWaitMs = this.limits.storeWaitMs): Lease | null {
+    if (this.closed || this.pool.numFree() > 0 || this.pool.numUsed() + this.pool.numPendingCreates() < this.limits.maxConnections) return null;
+    let least: Session | null = null;
+    for (const session of this.leased) {
+      if (!session.lost && session.inFlight < MAX_SHARED_IN_FLIGHT && accepts(session) && (!least || session.inFlight < least.inFlight)) least = session;
+    }
+    // Its clock runs while the statement ahead of it runs, each within the statement timeout.
+    return least && new Lease(least, storeWaitMs * MAX_SHARED_IN_FLIGHT, true);
+  }
+
   stats(): PoolStats {
     return { inUse: this.pool.numUsed(), waiting: this.pool.numPendingAcquires() };
   }
 
   release(lease: Lease): void {
     lease.end();
+    if (lease.shared) return;
+    this.leased.delete(lease.session);
     this.pool.release(lease.session);
   }
 

@@ -133,13 +133,16 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
    * A read on a reader session of `on`, which holds the role and the scope as session state. A
    * read whose scope is its session's is its statement alone; a session whose scope differs gets
    * the new one first, in the same pipeline, and the statement's answer is used only once the
-   * change is confirmed and the session's role is `role`.
+   * change is confirmed and the session's role is `role`. When every session is in use, a read
+   * is sent behind another on a session that holds its scope (SessionPool.share) rather than wait
+   * for one; a session whose scope is changing holds none until the change is confirmed.
    */
   const readOnReaderSession = async <F extends RowForm>(on: SessionPool, role: string, binding: ReaderBinding, statement: ReaderStatement<F>): Promise<RowForms[F][]> => {
-    const lease = await on.lease();
+    const lease = on.share((session) => session.scope === binding.scope.value) ?? await on.lease();
     try {
       const { session } = lease;
       if (session.scope === binding.scope.value) return await lease.send(statement.form, statement.text, statement.params);
+      session.scope = null;
       const [changed, outcome] = await Promise.allSettled([
         lease.send('objects', `select set_config($1, $2, false), current_user as role`, [binding.scope.setting, binding.scope.value]),
         lease.send(statement.form, statement.text, statement.params),
