@@ -1,7 +1,7 @@
 /**
  * Sessions to a PostgreSQL server for src/db/postgres-store.ts: one postgres.js connection per
- * session, leased to one caller at a time under a budget of time spent waiting for the server,
- * and pooled by tarn.
+ * session, leased to one caller at a time (or shared by reads of one scope, SessionPool.share)
+ * under a budget of time spent waiting for the server, and pooled by tarn.
  */
 import net from 'node:net';
 import postgres from 'postgres';
@@ -55,7 +55,8 @@ interface CustomSocket {
 }
 
 /**
- * One server session, owned by one caller at a time. Each has a postgres.js instance of its own
+ * One server session, owned by one caller at a time, which reads of its scope may share
+ * (SessionPool.share). Each has a postgres.js instance of its own
  * (max 1) whose socket this class opens: postgres.js gets exactly one socket per session and
  * never reconnects it. When the session dies, its statements fail and the pool destroys it
  * instead of handing it out again. postgres.js's own `reserve()` kept using a reserved
@@ -229,9 +230,10 @@ type PoolLimits = StoreTimeouts & { maxConnections: number };
  * The statements a session may have in flight when a read shares it (SessionPool.share): its
  * owner's and one sent behind it, so that the server has the next statement when it finishes the
  * first. One university's cheap page at 32 connections on 10 sessions, in 12 s of interleaved
- * rounds, twice: 46,100 answers with no sharing, 53,600–55,500 with two statements in flight,
- * 53,000–55,800 with three; p99 22.5–23.7 ms, 18.5–18.8 ms, 22.9–24.6 ms. A server session that
- * stalls holds up every statement sent on it: p99.9 33–35 ms, 61–73 ms, 104–114 ms.
+ * rounds, four times: 46,100–48,900 answers with no sharing, 53,100–55,500 with two statements
+ * in flight; twice with three: 53,000–55,800. p99 stayed at 17–24 ms; p99.9 went from 28–35 ms to
+ * 54–85 ms with two and 104–114 ms with three, since a server session that stalls holds up every
+ * statement sent on it.
  */
 const MAX_SHARED_IN_FLIGHT = 2;
 
@@ -247,8 +249,13 @@ export class SessionPool {
   /** Every session not yet destroyed, handed out or not, so that close() can end them all. */
   private readonly sessions = new Set<Session>();
   private readonly waiting = new Set<ReturnType<Pool<Session>['acquire']>>();
-  /** The sessions handed out, which share() may lease once more. */
+  /** The sessions handed out and not yet given back by their owners, which share() may lease once more. */
   private readonly leased = new Set<Session>();
+  /**
+   * The shared leases of each session not yet ended. A session goes back to the pool when its
+   * owner's lease and all of these have ended, so one handed out has nothing in flight.
+   */
+  private readonly shares = new Map<Session, number>();
   private closed = false;
 
   constructor(url: string, private readonly limits: PoolLimits, startupParameters: Readonly<Record<string, string>> = {}) {
@@ -297,8 +304,11 @@ export class SessionPool {
    * session that `accepts` with the fewest statements in flight, fewer than
    * MAX_SHARED_IN_FLIGHT; else null, and the caller waits for a session of its own (lease). Its
    * statements are sent behind the others on that session, in one pipeline, as postgres.js's own
-   * pool sends a query on a busy connection; the session goes back to the pool with its owner's
-   * lease, and whoever takes it next sends behind them. Only a reader's statement alone may share
+   * pool sends a query on a busy connection. The session goes back to the pool only once every
+   * lease of it has ended: whoever takes it next, in another scope perhaps, sends nothing behind
+   * a statement of the last scope. postgres.js sends a prepared statement again at the end of its
+   * pipeline when the server refuses its cached plan (a table's columns changed): behind a scope
+   * change, it would run in the new scope. Only a reader's statement alone may share
    * (src/db/postgres-store.ts readOnReaderSession): it runs in no transaction of its own and
    * takes none over.
    */
@@ -308,8 +318,10 @@ export class SessionPool {
     for (const session of this.leased) {
       if (!session.lost && session.inFlight < MAX_SHARED_IN_FLIGHT && accepts(session) && (!least || session.inFlight < least.inFlight)) least = session;
     }
+    if (!least) return null;
+    this.shares.set(least, (this.shares.get(least) ?? 0) + 1);
     // Its clock runs while the statement ahead of it runs, each within the statement timeout.
-    return least && new Lease(least, storeWaitMs * MAX_SHARED_IN_FLIGHT, true);
+    return new Lease(least, storeWaitMs * MAX_SHARED_IN_FLIGHT, true);
   }
 
   stats(): PoolStats {
@@ -318,9 +330,12 @@ export class SessionPool {
 
   release(lease: Lease): void {
     lease.end();
-    if (lease.shared) return;
-    this.leased.delete(lease.session);
-    this.pool.release(lease.session);
+    const { session } = lease;
+    const shares = (this.shares.get(session) ?? 0) - (lease.shared ? 1 : 0);
+    if (shares > 0) this.shares.set(session, shares);
+    else this.shares.delete(session);
+    if (!lease.shared) this.leased.delete(session);
+    if (shares === 0 && !this.leased.has(session)) this.pool.release(session);
   }
 
   /** Callers still waiting are refused at once; sessions in use are ended with the idle ones. */
