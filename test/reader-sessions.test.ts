@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as pause } from 'node:timers/promises';
 import { Database, type Scope } from '../src/db/database.ts';
 import { NODE_READER_ROLE, openPostgresStore } from '../src/db/postgres-store.ts';
-import { SessionPool } from '../src/db/postgres-sessions.ts';
+import { SessionPool } from '../src/db/session-pool.ts';
 import { loadDemo } from '../src/domain/demo.ts';
 import { DEFAULT_STORE_TIMEOUTS, type ReaderBinding, type Store } from '../src/db/store.ts';
 import { type TestStore, openTestStore, storeBackends } from './support/harness.ts';

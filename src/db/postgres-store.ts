@@ -1,11 +1,12 @@
 /**
  * The PostgreSQL server backend of the store adapter (src/db/store.ts): statements and
- * transactions on pooled sessions (src/db/postgres-sessions.ts), and partner reads on reader
+ * transactions on pooled sessions (src/db/session-pool.ts), and partner reads on reader
  * sessions of a pool of their own, or on Citus on sessions to the node holding their shards.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { CitusReadRoutes, type ClusterNode, PLACEMENTS_SQL, type Placement, nodeUrl, placementsParams } from './citus-read-routes.ts';
-import { SessionPool, rollBack, shuttingDown } from './postgres-sessions.ts';
+import { rollBack } from './postgres-sessions.ts';
+import { SessionPool, shuttingDown } from './session-pool.ts';
 import {
   type Queryable, type ReaderBinding, type RowForm, type RowForms, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
 } from './store.ts';
