@@ -32,13 +32,13 @@ export class SessionPool {
   /** Every session not yet destroyed, handed out or not, so that close() can end them all. */
   private readonly sessions = new Set<Session>();
   private readonly waiting = new Set<ReturnType<Pool<Session>['acquire']>>();
-  /** The sessions handed out and not yet given back by their owners, which share() may lease once more. */
-  private readonly leased = new Set<Session>();
+  /** The sessions handed out whose owners hold them still, which share() may lease once more. */
+  private readonly owned = new Set<Session>();
   /**
-   * The shared leases of each session not yet ended. A session goes back to the pool when its
-   * owner's lease and all of these have ended, so one handed out has nothing in flight.
+   * The leases not yet ended of each session handed out, its owner's and the shared ones. It goes
+   * back to the pool when the last ends, so a session handed out has nothing in flight.
    */
-  private readonly shares = new Map<Session, number>();
+  private readonly leases = new Map<Session, number>();
   private closed = false;
 
   constructor(url: string, private readonly limits: PoolLimits, startupParameters: Readonly<Record<string, string>> = {}) {
@@ -71,7 +71,8 @@ export class SessionPool {
     this.waiting.add(acquire);
     try {
       const session = await acquire.promise;
-      this.leased.add(session);
+      this.owned.add(session);
+      this.leases.set(session, 1);
       return new Lease(session, storeWaitMs);
     } catch (error) {
       if (this.closed) throw shuttingDown();
@@ -98,11 +99,11 @@ export class SessionPool {
   share(accepts: (session: Session) => boolean, storeWaitMs = this.limits.storeWaitMs): Lease | null {
     if (this.closed || this.pool.numFree() > 0 || this.pool.numUsed() + this.pool.numPendingCreates() < this.limits.maxConnections) return null;
     let least: Session | null = null;
-    for (const session of this.leased) {
+    for (const session of this.owned) {
       if (!session.lost && session.inFlight < MAX_SHARED_IN_FLIGHT && accepts(session) && (!least || session.inFlight < least.inFlight)) least = session;
     }
     if (!least) return null;
-    this.shares.set(least, (this.shares.get(least) ?? 0) + 1);
+    this.leases.set(least, this.leases.get(least)! + 1);
     // Its clock runs while the statement ahead of it runs, each within the statement timeout.
     return new Lease(least, storeWaitMs * MAX_SHARED_IN_FLIGHT, true);
   }
@@ -114,11 +115,14 @@ export class SessionPool {
   release(lease: Lease): void {
     lease.end();
     const { session } = lease;
-    const shares = (this.shares.get(session) ?? 0) - (lease.shared ? 1 : 0);
-    if (shares > 0) this.shares.set(session, shares);
-    else this.shares.delete(session);
-    if (!lease.shared) this.leased.delete(session);
-    if (shares === 0 && !this.leased.has(session)) this.pool.release(session);
+    if (!lease.shared) this.owned.delete(session);
+    const left = this.leases.get(session)! - 1;
+    if (left > 0) {
+      this.leases.set(session, left);
+    } else {
+      this.leases.delete(session);
+      this.pool.release(session);
+    }
   }
 
   /** Callers still waiting are refused at once; sessions in use are ended with the idle ones. */
