@@ -143,6 +143,7 @@ for (const backend of backends()) {
       const idle = (await scrape()).samples;
       assert.equal(valueOf(idle, 'pds_store_pool_in_use'), 0);
       assert.equal(valueOf(idle, 'pds_store_pool_waiting'), 0);
+      assert.equal(valueOf(idle, 'pds_store_pool_shared'), 0);
 
       let release!: () => void;
       const released = new Promise<void>((resolve) => { release = resolve; });

@@ -120,6 +120,8 @@ if (storeBackends().includes('postgres')) {
         const behind = readAs<{ pid: number; visible: string[] }>(sharingDb, ONE, `select pg_backend_pid() as pid, ${VISIBLE}`, []);
         const third = readAs(sharingDb, ONE, 'select 1', []);
         const otherScope = readAs(sharingDb, OTHER, 'select 1', []);
+        await pause(10);
+        assert.deepEqual(sharing.poolStats(), { inUse: 1, waiting: 2, shared: 1 });
         await Promise.all([assert.rejects(third, { code: 'POOL_TIMEOUT' }), assert.rejects(otherScope, { code: 'POOL_TIMEOUT' })]);
         const [[first], [second]] = await Promise.all([slow, behind]);
         assert.deepEqual({ ...second }, { pid: first.pid, visible: [UNIVERSITIES[0]] });

@@ -49,7 +49,7 @@ class SessionGate {
   }
 
   stats(): PoolStats {
-    return { inUse: this.held ? 1 : 0, waiting: this.waiting.length };
+    return { inUse: this.held ? 1 : 0, waiting: this.waiting.length, shared: 0 };
   }
 
   private acquire(): Promise<void> {

@@ -8,7 +8,7 @@ import { CitusReadRoutes, type ClusterNode, PLACEMENTS_SQL, type Placement, node
 import { rollBack } from './postgres-sessions.ts';
 import { SessionPool, shuttingDown } from './session-pool.ts';
 import {
-  type Queryable, type ReaderBinding, type RowForm, type RowForms, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
+  type PoolStats, type Queryable, type ReaderBinding, type RowForm, type RowForms, type Store, type TransactionOptions, DEFAULT_STORE_TIMEOUTS, type StoreTimeouts, StoreUnavailableError, beginMessages, pipelined,
 } from './store.ts';
 
 /** Whether the server is a Citus coordinator: its sessions cannot carry a scope to the workers. */
@@ -230,7 +230,8 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     isDistributed: isCitus,
     poolStats: () => {
       const all = openPools().map((each) => each.stats());
-      return { inUse: all.reduce((sum, stats) => sum + stats.inUse, 0), waiting: all.reduce((sum, stats) => sum + stats.waiting, 0) };
+      const total = (key: keyof PoolStats) => all.reduce((sum, stats) => sum + stats[key], 0);
+      return { inUse: total('inUse'), waiting: total('waiting'), shared: total('shared') };
     },
     close: async () => {
       closed = true;

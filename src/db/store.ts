@@ -70,6 +70,8 @@ export interface PoolStats {
   readonly inUse: number;
   /** Requests waiting for one to come free. */
   readonly waiting: number;
+  /** Reads sent behind another on a connection held by a read of their scope (src/db/session-pool.ts, share). */
+  readonly shared: number;
 }
 
 export interface Store extends Queryable {

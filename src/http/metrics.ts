@@ -67,6 +67,7 @@ export const metrics = fp(async (app: FastifyInstance, options: { store: Store }
   });
   storeGauge(registry, options.store, `${PREFIX}store_pool_in_use`, 'Store connections held by requests (PGlite: its one session, 0 or 1).', (s) => s.inUse);
   storeGauge(registry, options.store, `${PREFIX}store_pool_waiting`, 'Requests waiting for a store connection.', (s) => s.waiting);
+  storeGauge(registry, options.store, `${PREFIX}store_pool_shared`, 'Partner reads sent behind another read of their scope on a connection it holds, every connection being in use.', (s) => s.shared);
 
   // Every known series starts at zero, so a rate over the first increment is not lost.
   for (const resource of WRITABLE_RESOURCES) {
