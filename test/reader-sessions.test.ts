@@ -3,7 +3,8 @@
  * (PostgreSQL; on Citus one university's, on its node), or in a transaction with them (PGlite,
  * Citus). Each read sees its own scope and
  * nothing else, whatever the session read before; a scope change that fails returns nothing read
- * under the old one; no statement on a reader session runs outside row-level security.
+ * under the old one; no statement on a reader session runs outside row-level security. When every
+ * session is in use, a read of a busy session's scope is sent behind the read in flight there.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -206,6 +207,42 @@ if (storeBackends().includes('postgres')) {
         assert.deepEqual({ ...idle }, { pid: row.pid, own: true, scope: null });
       } finally {
         await transactional.close();
+      }
+    });
+  });
+}
+
+// One university's read on Citus runs on a reader session of the node holding its shard
+// (src/db/citus-read-routes.ts), pooled as on PostgreSQL.
+if (storeBackends().includes('citus')) {
+  describe('reader sessions on a Citus node', () => {
+    let testStore: TestStore;
+    before(async () => {
+      testStore = await openTestStore('citus');
+      await seedUniversities(new Database(testStore.store, 5_000));
+    });
+    after(() => testStore.drop());
+
+    test('when its node\'s one session is busy, a read of the same university is sent behind the read in flight, on that session, one at most', async () => {
+      // One session per node and a wait for a free one far shorter than the read in flight.
+      const sharing = openPostgresStore(testStore.url!, 1, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 50 });
+      try {
+        const sharingDb = new Database(sharing, 5_000);
+        const [{ node }] = await readAs<{ node: string }>(sharingDb, ONE, `select current_setting('port') as node`, []);
+        const slow = readAs<{ pid: number }>(sharingDb, ONE, 'select pg_backend_pid() as pid from pg_sleep(0.4)', []);
+        await pause(100);
+        const behind = readAs<{ pid: number; node: string; role: string; visible: string[] }>(sharingDb, ONE,
+          `select pg_backend_pid() as pid, current_setting('port') as node, current_user as role, ${VISIBLE}`, []);
+        const third = readAs(sharingDb, ONE, 'select 1', []);
+        await pause(10);
+        assert.equal(sharing.poolStats().shared, 1);
+        await assert.rejects(third, { code: 'POOL_TIMEOUT' });
+        const [[first], [second]] = await Promise.all([slow, behind]);
+        assert.deepEqual({ ...second }, { pid: first.pid, node, role: NODE_READER_ROLE, visible: [UNIVERSITIES[0]] });
+        // The node is a worker, not the coordinator the store was opened on.
+        assert.notEqual(node, new URL(testStore.url!).port);
+      } finally {
+        await sharing.close();
       }
     });
   });
