@@ -58,6 +58,19 @@ describe('rate limits', () => {
     assert.equal((await write('{"students": []}')).headers['ratelimit-remaining'], '0');
     assert.equal((await write('{"students": [')).status, 429);
   });
+
+  test('every answer to a partner\'s token carries the limit that counted it: a write the token may not make, an unknown resource, a method the path does not answer', async () => {
+    const token = h.demo!.universities[3].read_token;
+    const send = (method: string, url: string) => h.request({ method, url, remoteAddress: '10.0.5.1', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: method === 'GET' ? undefined : '{"students": []}' });
+    const limitOf = (response: Awaited<ReturnType<typeof send>>) => [response.status, response.headers['ratelimit-limit'], response.headers['ratelimit-remaining'], Number(response.headers['ratelimit-reset']) > 0];
+    // Writes, per token: a read token's write (403) and a method no path answers (405).
+    assert.deepEqual(limitOf(await send('PUT', '/v1/students')), [403, '2', '1', true]);
+    assert.deepEqual(limitOf(await send('DELETE', '/v1/students')), [405, '2', '0', true]);
+    assert.equal((await send('PUT', '/v1/students')).status, 429);
+    // Reads, per source IP: a name no resource has and a path below a resource's (404).
+    assert.deepEqual(limitOf(await send('GET', '/v1/no_such_resource')), [404, '3', '2', true]);
+    assert.deepEqual(limitOf(await send('GET', '/v1/students/1')), [404, '3', '1', true]);
+  });
 });
 
 describe('behind a load balancer', () => {

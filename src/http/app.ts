@@ -129,13 +129,15 @@ async function partnerApi(
   // A method a /v1 path does not serve, a name no resource has, a path below a resource's and a function call,
   // after the token check: whatever body and Content-Type came (postgrest-js sends
   // `Content-Type: application/json` and no body with every delete), the answer is 405, or 404
-  // PGRST205, PGRST125 or PGRST202 as PostgREST answers, the body unread.
+  // PGRST205, PGRST125 or PGRST202 as PostgREST answers, the body unread. Each counts as a read
+  // (GET, HEAD) or a write (any other method), so its answer carries that limit's headers.
   await app.register(methodFallback, {
     fallbacks: [
       { url: '/:resource', notFound: unknownResource },
       { url: '/:resource/*', notFound: invalidResourcePath },
       { url: '/rpc/:name', notFound: unknownFunction },
     ],
+    count: (request, reply) => (request.method === 'GET' || request.method === 'HEAD' ? limits.read : limits.write)(request, reply),
   });
   await app.register(meRoute, { db, limits, readLimitPerMin: options.readLimitPerMin, writeLimitPerMin: options.writeLimitPerMin });
   await app.register(registerReadRoutes, { db, limits, plannedCounts });

@@ -54,10 +54,9 @@ export function registerWriteRoutes(app: FastifyInstance, deps: { db: Database; 
       app.route({
         method,
         url: `/${resource}`,
-        onRequest: requireWriteToken,
-        // Counted before the body is read, so a body refused whole (400, 413) is a write too and
-        // its answer carries the limit's headers.
-        preParsing: deps.limits.write,
+        // Counted before the token's right to write is checked and before the body is read, so a
+        // write refused whole (403, 400, 413, 415) is a write too and its answer carries the limit's headers.
+        onRequest: [deps.limits.write, requireWriteToken],
         handler: async (request, reply) => {
           requireJson(request);
           const { tx, preferenceApplied } = parseWritePreferences(request.headers.prefer);
