@@ -171,7 +171,7 @@ describe('the OpenAPI description', () => {
     assert.ok(resolve(doc.paths['/students'].get.responses['503'].$ref).headers['Retry-After']);
   });
 
-  test('batch bodies: a create row requires the create fields, a patch row its key alone, and neither closes its keys', () => {
+  test('batch bodies: a create row requires the create fields, a patch row its key alone, a cohort upsert row its key (the create fields on create only), and none closes its keys', () => {
     const rowOf = (resource: string, method: string) => {
       const envelope = resolve(doc.paths[`/${resource}`][method].requestBody.content['application/json'].schema.$ref);
       assert.equal(envelope.properties[resource].maxItems, LIMITS.batchRows);
@@ -180,7 +180,8 @@ describe('the OpenAPI description', () => {
     for (const resource of WRITABLE_RESOURCES) {
       const shape = WRITE_SHAPES[resource];
       const createFields = Object.entries(shape.fields).filter(([, field]) => field.requiredOnCreate).map(([name]) => name);
-      for (const method of ['put', 'post']) assert.deepEqual(rowOf(resource, method).required, createFields, `${method} ${resource}`);
+      assert.deepEqual(rowOf(resource, 'post').required, createFields, `post ${resource}`);
+      assert.deepEqual(rowOf(resource, 'put').required, shape.put === 'create' ? createFields : [shape.key], `put ${resource}`);
       assert.deepEqual(rowOf(resource, 'patch').required, [shape.key]);
       for (const method of ['put', 'post', 'patch']) {
         const row = rowOf(resource, method);
@@ -192,6 +193,8 @@ describe('the OpenAPI description', () => {
     // The spec's own lists of what a create needs.
     assert.deepEqual(rowOf('students', 'put').required.sort(), ['cohort_name', 'email', 'first_name', 'is_alumni', 'last_name']);
     assert.deepEqual(rowOf('cohorts', 'post').required.sort(), ['degree', 'display_name', 'end_date', 'intake_term', 'intake_year', 'name', 'program', 'start_date']);
+    assert.deepEqual(rowOf('cohorts', 'put').required, ['name']);
+    assert.match(rowOf('cohorts', 'put').description, /a row that creates needs every field a create needs/);
   });
 
   test('batch responses: every field always sent is required, the row codes an enumeration, the key nullable when rejected', () => {

@@ -255,7 +255,9 @@ describe('cohort rows', () => {
     return codes;
   };
   const cases: [string, Record<string, unknown>[], WriteMode, string[]][] = [
-    ['PUT of a known name still needs every create field', [{ name: 'new', ...full }, { name: 'new', display_name: 'E' }], 'put', ['create', 'MISSING_FIELD']],
+    ['PUT of a known name updates the fields it sends, one the batch created too', [{ name: 'new', ...full }, { name: 'new', display_name: 'E' }, { name: 'cs', program: 'Informatics' }], 'put', ['create', 'update', 'update']],
+    ['PUT of a new name needs every create field, whatever comes later in the batch', [{ name: 'new', display_name: 'E' }, { name: 'new', ...full }], 'put', ['MISSING_FIELD', 'create']],
+    ['POST needs every create field before the name is looked up', [{ name: 'cs', display_name: 'E' }], 'post', ['MISSING_FIELD']],
     ['PUT then PATCH-like row in one batch', [{ name: 'new', ...full }, { name: 'new', ...full, display_name: 'E' }], 'put', ['create', 'update']],
     ['POST of an existing name', [{ name: 'cs', ...full }], 'post', ['ALREADY_EXISTS']],
     ['PATCH of an unknown name', [{ name: 'zz', display_name: 'x' }], 'patch', ['NOT_FOUND']],

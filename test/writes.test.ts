@@ -418,6 +418,16 @@ for (const backend of storeBackends()) {
         assert.deepEqual(read.json, [{ display_name: 'Design', program: 'Computer Science', campus_name: null, study_mode: null, resume_template_names: ['Classic'] }]);
       });
 
+      test('PUT of an existing cohort updates the fields it sends and leaves the others alone: the create fields are mandatory on create only', async () => {
+        const cohort = { ...CURRENT_COHORT, name: `upsert-${++serial}` };
+        const created = (await send('PUT', 'cohorts', [cohort])).json.results[0];
+        const updated = (await send('PUT', 'cohorts', [{ name: cohort.name, display_name: 'Upserted' }])).json.results[0];
+        assert.deepEqual(updated, { name: cohort.name, status: 'updated', id: created.id });
+        const read = await h.get(`/v1/cohorts?name=eq.${cohort.name}&select=display_name,program,degree,start_date,end_date,intake_year,intake_term`, readToken);
+        const { name: _name, campus_name: _campus, resume_template_names: _templates, ...kept } = cohort;
+        assert.deepEqual(read.json, [{ ...kept, display_name: 'Upserted' }]);
+      });
+
       test('POST of an existing name is ALREADY_EXISTS; PATCH of an unknown name NOT_FOUND (names are frozen keys)', async () => {
         const res = await send('POST', 'cohorts', [PAST_COHORT]);
         assert.equal(res.json.results[0].code, 'ALREADY_EXISTS');
@@ -426,6 +436,7 @@ for (const backend of storeBackends()) {
 
       const codes: [string, Record<string, unknown>, 'PUT' | 'POST' | 'PATCH'][] = [
         ['MISSING_FIELD', { name: 'incomplete', display_name: 'x' }, 'POST'],
+        ['MISSING_FIELD', { name: 'incomplete', display_name: 'x' }, 'PUT'],
         ['INVALID_FIELD', { ...PAST_COHORT, name: 'bad-term', intake_term: 'Autumn' }, 'PUT'],
         ['INVALID_FIELD', { ...PAST_COHORT, name: 'bad-date', start_date: '2019-13-01' }, 'PUT'],
         ['INVALID_FIELD', { name: PAST_COHORT.name, program: null }, 'PATCH'],

@@ -6,6 +6,7 @@
 import { type TUnsafe, Type } from 'typebox';
 import { NAME_PATTERN, NO_CONTROL_CHARACTERS_PATTERN } from '../resources/text.ts';
 import { COHORT_SHAPE, type CreateValues, type FieldKind, type WriteField, type WriteShape } from '../resources/write-shapes.ts';
+import type { WriteMode } from '../writes/batch.ts';
 import { type JsonSchema, withNull } from './schemas.ts';
 
 const singleLine = (field: WriteField): JsonSchema => ({ type: 'string', maxLength: field.maxLength, pattern: NO_CONTROL_CHARACTERS_PATTERN });
@@ -30,8 +31,22 @@ export function fieldSchema(field: WriteField): JsonSchema {
 const fieldSchemas = (shape: WriteShape) =>
   Object.fromEntries(Object.entries(shape.fields).map(([name, field]) => [name, fieldSchema(field)]));
 
-/** What a row must carry: every field a create needs, or for a patch the key alone. */
-export type RowRequirement = 'create' | 'patch';
+/**
+ * What a row must carry: every field a create needs (`create`); for a patch the key alone
+ * (`patch`); for an upsert whose matched rows may leave fields out (WriteShape.put `key`), the key,
+ * and every field a create needs when it creates (`upsert`).
+ */
+export type RowRequirement = 'create' | 'patch' | 'upsert';
+
+/** What each row of a `mode` batch of `shape` must carry. */
+export const rowRequirement = (shape: WriteShape, mode: WriteMode): RowRequirement =>
+  mode === 'patch' ? 'patch' : mode === 'put' && shape.put === 'key' ? 'upsert' : 'create';
+
+const REQUIREMENT_DESCRIPTIONS: Record<RowRequirement, (key: string) => string> = {
+  create: () => 'Every field a create needs is required.',
+  patch: (key) => `Only \`${key}\` is required; an omitted field is left as it is.`,
+  upsert: (key) => `Only \`${key}\` is required; a row that creates needs every field a create needs (\`MISSING_FIELD\` otherwise), and a row that matches leaves an omitted field as it is.`,
+};
 
 /**
  * A partner's batch row. Other keys are accepted, not saved, and listed in `dropped_fields`:
@@ -39,14 +54,14 @@ export type RowRequirement = 'create' | 'patch';
  * generated clients from typing rows as open records, so a misspelt field does not compile.
  */
 export function writeRowSchema(shape: WriteShape, requirement: RowRequirement): JsonSchema {
-  const required = requirement === 'patch'
-    ? [shape.key]
-    : Object.entries(shape.fields).filter(([, field]) => field.requiredOnCreate).map(([name]) => name);
+  const required = requirement === 'create'
+    ? Object.entries(shape.fields).filter(([, field]) => field.requiredOnCreate).map(([name]) => name)
+    : [shape.key];
   return {
     type: 'object',
     required,
     properties: fieldSchemas(shape),
-    description: `${requirement === 'patch' ? `Only \`${shape.key}\` is required; an omitted field is left as it is.` : 'Every field a create needs is required.'} `
+    description: `${REQUIREMENT_DESCRIPTIONS[requirement](shape.key)} `
       + 'Keys the record does not hold are accepted, not saved, and listed in `dropped_fields` '
       + '(`additionalProperties` is left unset, so JSON Schema admits them; typed clients still refuse a misspelt field).',
   };

@@ -39,6 +39,12 @@ export interface WriteShape<Fields extends Readonly<Record<string, WriteField>> 
   /** The field that names a row within the university: never cleared, never changed by a write. */
   readonly key: keyof Fields & string;
   readonly fields: Fields;
+  /**
+   * What a PUT row needs: `create`, every field a create needs even when it matches a record
+   * (src/writes/student-rows.ts); `key`, the key, and the create fields only when it creates
+   * (src/writes/cohort-rules.ts), a matched record keeping what the row leaves out.
+   */
+  readonly put: 'create' | 'key';
 }
 
 /** The value a field holds once validated. */
@@ -63,6 +69,8 @@ export const STUDENT_SHAPE = {
     graduation_date: { kind: 'date', requiredOnCreate: false, nullable: true, description: 'Date of actual graduation.' },
     phone: { kind: 'phone', requiredOnCreate: false, nullable: true, maxLength: MAX_PHONE_LENGTH, description: 'E.164, e.g. +447700900123.' },
   },
+  // The spec's student write shape requires its create fields of POST and PUT alike.
+  put: 'create',
 } as const satisfies WriteShape;
 
 export const COHORT_SHAPE = {
@@ -80,6 +88,8 @@ export const COHORT_SHAPE = {
     study_mode: { kind: 'enum', requiredOnCreate: false, nullable: true, values: STUDY_MODES },
     resume_template_names: { kind: 'text[]', requiredOnCreate: false, nullable: true, maxLength: MAX_NAME_LENGTH },
   },
+  // The spec's cohort fields are mandatory on create, and an omitted field is left alone.
+  put: 'key',
 } as const satisfies WriteShape;
 
 type RequiredOnCreate<S extends WriteShape> = { [K in keyof S['fields']]: S['fields'][K]['requiredOnCreate'] extends true ? K : never }[keyof S['fields']];

@@ -6,7 +6,8 @@ import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { WritableResource } from '../resources/write-shapes.ts';
 
-export type WriteMode = 'put' | 'post' | 'patch';
+export const WRITE_MODES = ['put', 'post', 'patch'] as const;
+export type WriteMode = (typeof WRITE_MODES)[number];
 /** A row's outcome; the response's `counts` has one counter each, in this order. */
 export const ROW_STATUSES = ['created', 'updated', 'unchanged', 'rejected'] as const;
 export type RowStatus = (typeof ROW_STATUSES)[number];

@@ -7,7 +7,7 @@ import { datesInOrder, unknownTemplates } from '../domain/cohort-checks.ts';
 import { textProblem } from '../resources/text.ts';
 import { COHORT_SHAPE, type CohortFieldValues, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type RowStatus, type WriteMode, reject } from './batch.ts';
-import { asObject, firstTextProblem, isBlank, kindProblem, missingOnCreate } from './field-checks.ts';
+import { asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem, missingOnCreate } from './field-checks.ts';
 import type { CohortRowCode } from './row-codes.ts';
 
 export type CohortRejection = Rejection<CohortRowCode>;
@@ -28,6 +28,8 @@ export interface CohortRow {
   readonly sentName: string;
   readonly name: string;
   readonly fields: Partial<CohortFields>;
+  /** The fields a create needs that the row leaves out: a PUT row missing any may update, not create. */
+  readonly missingOnCreate: readonly string[];
 }
 
 export type ValidatedCohortRow = { ok: CohortRow } | { rejected: CohortRejection; name: string | null };
@@ -72,12 +74,15 @@ export function validateCohortRow(raw: unknown, index: number, mode: WriteMode):
   const problem = fieldProblem(row);
   if (problem) return fail('INVALID_FIELD', problem);
   const missing = mode === 'patch' ? [] : missingOnCreate(COHORT_SHAPE, row);
-  if (missing.length > 0) return fail('MISSING_FIELD', `Required to create a cohort: ${missing.join(', ')}.`);
+  // Else a row missing any creates no cohort (decideCohortRow).
+  if (missing.length > 0 && createFieldsRequired(COHORT_SHAPE, mode)) return fail('MISSING_FIELD', missingMessage(missing));
   if (typeof row.start_date === 'string' && typeof row.end_date === 'string' && !datesInOrder(row.start_date, row.end_date)) {
     return fail('INVALID_DATE_RANGE', 'end_date must be after start_date.');
   }
-  return { ok: { index, sentName: name, name: name.trim(), fields: sentFields(row) } };
+  return { ok: { index, sentName: name, name: name.trim(), fields: sentFields(row), missingOnCreate: missing } };
 }
+
+const missingMessage = (missing: readonly string[]) => `Required to create a cohort: ${missing.join(', ')}.`;
 
 /** A cohort as stored, in write terms (the campus by name). */
 export interface CohortRecord extends CohortFields {
@@ -110,6 +115,7 @@ function decideCohortRow(row: CohortRow, state: CohortBatchState, mode: WriteMod
   const current = matches[0];
   if (current && mode === 'post') return rejected(reject('ALREADY_EXISTS', `A cohort named "${row.name}" exists already.`));
   if (!current && mode === 'patch') return rejected(reject('NOT_FOUND', `No cohort named "${row.name}" at your university.`));
+  if (!current && row.missingOnCreate.length > 0) return rejected(reject('MISSING_FIELD', missingMessage(row.missingOnCreate)));
 
   const campus = row.fields.campus_name;
   if (campus !== undefined && campus !== null && !state.campusIdsByName.has(campus)) {
@@ -118,7 +124,7 @@ function decideCohortRow(row: CohortRow, state: CohortBatchState, mode: WriteMod
   if (!current) {
     const unknown = unknownTemplates(row.fields.resume_template_names, state.templateNames);
     if (unknown.length > 0) return rejected(reject('UNKNOWN_TEMPLATE', `Unknown résumé templates: ${unknown.join(', ')}.`));
-    // Validation guarantees every required field is present on create.
+    // Every field a create needs is present: a row missing any was rejected above.
     const record = {
       id: newId(), name: row.name, campus_name: null, study_mode: null, resume_template_names: [],
       ...row.fields,

@@ -5,6 +5,7 @@
  */
 import { textProblem } from '../resources/text.ts';
 import type { WriteField, WriteShape } from '../resources/write-shapes.ts';
+import type { WriteMode } from './batch.ts';
 
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
@@ -75,6 +76,9 @@ export function firstTextProblem(shape: WriteShape, row: Readonly<Record<string,
   }
   return null;
 }
+
+/** Whether every row of a `mode` batch must carry the fields a create needs (WriteShape.put), whether it creates or not. */
+export const createFieldsRequired = (shape: WriteShape, mode: WriteMode): boolean => mode === 'post' || (mode === 'put' && shape.put === 'create');
 
 /** The fields a create needs that the row does not carry, in field order. */
 export function missingOnCreate(shape: WriteShape, row: Readonly<Record<string, unknown>>): string[] {

@@ -6,7 +6,7 @@ import { emailKey } from '../domain/email-register.ts';
 import { hasControlCharacter } from '../resources/text.ts';
 import { STUDENT_SHAPE, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type WriteMode, reject } from './batch.ts';
-import { asObject, firstTextProblem, isBlank, kindProblem } from './field-checks.ts';
+import { asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem } from './field-checks.ts';
 import type { StudentRowCode } from './row-codes.ts';
 
 export type StudentRejection = Rejection<StudentRowCode>;
@@ -104,7 +104,7 @@ export function validateStudentRow(raw: unknown, index: number, mode: WriteMode)
   if (sentEmail === null || sentEmail.trim().length > STUDENT_SHAPE.fields.email.maxLength || !EMAIL.test(sentEmail.trim()) || hasControlCharacter(sentEmail)) {
     return rejectedRow('INVALID_EMAIL', row.email === undefined ? 'email is required.' : 'email is not a valid address.', sentEmail);
   }
-  const creating = mode !== 'patch';
+  const creating = createFieldsRequired(STUDENT_SHAPE, mode);
   const problem = kindsProblem(row, creating) ?? requiredProblem(row, creating);
   if (problem) return rejectedRow(problem.code, problem.message, sentEmail);
   const textProblem = firstTextProblem(STUDENT_SHAPE, row);

@@ -4,10 +4,10 @@
  */
 import { LIMITS } from '../../limits.ts';
 import { WRITABLE_RESOURCES, WRITE_SHAPES, type WritableResource } from '../../resources/write-shapes.ts';
-import { ROW_STATUSES } from '../../writes/batch.ts';
+import { ROW_STATUSES, WRITE_MODES } from '../../writes/batch.ts';
 import { ROW_CODES } from '../../writes/row-codes.ts';
 import { type JsonSchema, withNull } from '../schemas.ts';
-import { type RowRequirement, writeRowSchema } from '../write-schemas.ts';
+import { rowRequirement, writeRowSchema } from '../write-schemas.ts';
 import { schemaRef, writeSchemaNames } from './components.ts';
 
 /** What a resource's results and response carry beyond what every batch write shares (src/writes/batches.ts). */
@@ -41,7 +41,7 @@ function batchSchemas(resource: WritableResource): Record<string, JsonSchema> {
   const names = writeSchemaNames(resource);
   const extras = RESULT_EXTRAS[resource];
   const codes = ROW_CODES[resource];
-  const requirements: RowRequirement[] = ['create', 'patch'];
+  const requirements = [...new Set(WRITE_MODES.map((mode) => rowRequirement(shape, mode)))];
   return {
     ...Object.fromEntries(requirements.flatMap((requirement) => [
       [names.row(requirement), writeRowSchema(shape, requirement)],

@@ -8,13 +8,13 @@ import { CHANGE_FEED_DEFAULTS, LIMITS } from '../../limits.ts';
 import type { Feed } from '../../query/changes.ts';
 import { READ_MEDIA_TYPES, type ReadMediaType, STRIPPED_MEDIA_TYPES, mediaTypeName, mediaTypeWithParameters } from '../../query/media-types.ts';
 import { type Resource, resources, resourcesByName } from '../../resources/registry.ts';
-import { WRITABLE_RESOURCES, type WritableResource } from '../../resources/write-shapes.ts';
-import type { WriteMode } from '../../writes/batch.ts';
+import { WRITABLE_RESOURCES, WRITE_SHAPES, type WritableResource } from '../../resources/write-shapes.ts';
+import { WRITE_MODES, type WriteMode } from '../../writes/batch.ts';
 import { FEEDS, feedPath } from '../change-routes.ts';
 import { ME_PATH } from '../me.ts';
 import { PARTNER_PREFIX } from '../prefixes.ts';
 import type { JsonSchema } from '../schemas.ts';
-import type { RowRequirement } from '../write-schemas.ts';
+import { type RowRequirement, rowRequirement } from '../write-schemas.ts';
 import { changePageSchemaName } from './change-schemas.ts';
 import {
   type ParameterName, RATE_LIMIT_HEADER_NAMES, filterParameter, headerRefs, parameterRef, resourceTitle, rowSchemaName, schemaRef, writeSchemaNames,
@@ -88,35 +88,36 @@ function readOperation(resource: Resource): DocumentedOperation {
 }
 
 interface WriteMethod {
-  readonly method: 'put' | 'post' | 'patch';
   readonly verb: 'upsert' | 'create' | 'update';
-  readonly requirement: RowRequirement;
   readonly meaning: string;
 }
 
 const WRITE_METHODS: Record<WriteMode, WriteMethod> = {
-  put: {
-    method: 'put', verb: 'upsert', requirement: 'create',
-    meaning: 'Upsert: creates what is missing and updates what changed; safe to replay. Every row carries the fields a create needs, even one that matches.',
-  },
-  post: { method: 'post', verb: 'create', requirement: 'create', meaning: 'Create only: a row matching an existing record is rejected `ALREADY_EXISTS`.' },
-  patch: {
-    method: 'patch', verb: 'update', requirement: 'patch',
-    meaning: 'Update only, never creates: a row matching nothing is rejected `NOT_FOUND`. An omitted field is left alone; null clears an optional one.',
-  },
+  put: { verb: 'upsert', meaning: 'Upsert: creates what is missing and updates what changed; safe to replay.' },
+  post: { verb: 'create', meaning: 'Create only: a row matching an existing record is rejected `ALREADY_EXISTS`.' },
+  patch: { verb: 'update', meaning: 'Update only, never creates: a row matching nothing is rejected `NOT_FOUND`. An omitted field is left alone; null clears an optional one.' },
 };
 
-function writeOperation(resource: WritableResource, { method, verb, requirement, meaning }: WriteMethod): DocumentedOperation {
+/** What an upsert's rows carry, by their requirement (the other methods' meanings say it). */
+const UPSERT_ROWS: Readonly<Record<RowRequirement, string>> = {
+  create: ' Every row carries the fields a create needs, even one that matches.',
+  upsert: ' A row that matches updates the fields it carries and leaves the others alone; a row that creates carries every field a create needs.',
+  patch: '',
+};
+
+function writeOperation(resource: WritableResource, mode: WriteMode): DocumentedOperation {
+  const { verb, meaning } = WRITE_METHODS[mode];
   const names = writeSchemaNames(resource);
+  const requirement = rowRequirement(WRITE_SHAPES[resource], mode);
   return {
-    method,
+    method: mode,
     url: `${PARTNER_PREFIX}/${resource}`,
     errors: [400, 401, 403, 406, 409, 413, 415, 422, 429, 503],
     operation: {
       operationId: `${verb}${resourceTitle(resourcesByName.get(resource)!)}`,
       tags: [resource],
       summary: `${verb[0].toUpperCase()}${verb.slice(1)} ${resource}`,
-      description: `${meaning}\n\nAt most ${LIMITS.batchRows} rows per request (over it: 413 \`BATCH_TOO_LARGE\`, nothing written). `
+      description: `${meaning}${mode === 'put' ? UPSERT_ROWS[requirement] : ''}\n\nAt most ${LIMITS.batchRows} rows per request (over it: 413 \`BATCH_TOO_LARGE\`, nothing written). `
         + 'HTTP 200 means the batch was processed, not that every row was written: read `results`. '
         + '`Prefer: tx=rollback` is a dry run: the same answer, nothing written. '
         + 'With an `Idempotency-Key`, a retry after a lost answer gets the first answer back instead of writing again.',
@@ -240,7 +241,7 @@ const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
 
 export const OPERATIONS: readonly DocumentedOperation[] = [
   ...resources.map(readOperation),
-  ...WRITABLE_RESOURCES.flatMap((resource) => Object.values(WRITE_METHODS).map((method) => writeOperation(resource, method))),
+  ...WRITABLE_RESOURCES.flatMap((resource) => WRITE_MODES.map((mode) => writeOperation(resource, mode))),
   ...FEEDS.map(changesOperation),
   ME_OPERATION,
   ...SERVICE_OPERATIONS,
