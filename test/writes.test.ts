@@ -231,14 +231,14 @@ for (const backend of storeBackends()) {
         assert.deepEqual(res.json.results.map((r: any) => r.code ?? r.status), ['created', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH']);
       });
 
-      test('DUPLICATE_IN_BATCH also after an earlier row that was itself refused: the later rows are the duplicates', async () => {
+      test('DUPLICATE_IN_BATCH also after an earlier row that was itself refused, and for a later row refused for more: the later rows are the duplicates', async () => {
         const a = student({ external_id: `DUP-R-${serial}` });
         const b = student();
         const bEmail = b.email as string;
         const res = await send('PUT', 'students', [{ ...a, first_name: ' ' }, a, { ...student(), external_id: a.external_id },
-          { ...b, email: ` ${bEmail.toUpperCase()}`, phone: '555' }, b]);
+          { ...b, email: ` ${bEmail.toUpperCase()}`, phone: '555' }, b, { ...b, first_name: ' ' }]);
         assert.deepEqual(res.json.results.map((r: any) => r.code ?? r.status),
-          ['MISSING_NAME', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH', 'INVALID_PHONE', 'DUPLICATE_IN_BATCH']);
+          ['MISSING_NAME', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH', 'INVALID_PHONE', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH']);
         assert.deepEqual(await h.sql('select id from accounts where email in ($1, $2)', [a.email as string, bEmail]), []);
       });
 
