@@ -15,7 +15,9 @@
  *                      (startup parameters), the statement alone; else (a consortium on Citus)
  *                      in the transaction the service runs it in (SET LOCAL), written with
  *                      postgres.js's own transaction (`sql.begin`), the settings and the
- *                      statement pipelined.
+ *                      statement pipelined;
+ *   GET /fixed/<n>     the page's bytes from memory, read once at start: no database at all, so
+ *                      its p99 / p50 is the tail of the machine and of the load generator alone.
  *
  * Neither authenticates, counts requests, parses a query string nor plans: the floor is the
  * database's work and the bytes to the socket.
@@ -56,9 +58,15 @@ const serve: Record<string, (page: FloorPage, index: number) => Promise<Rows>> =
 const bodyOf = (page: FloorPage, rows: Rows) =>
   (page.asRows ? `[${(rows as { row: string }[]).map((r) => r.row).join(', ')}]` : (rows[0] as { body: string }).body);
 
+const fixed = await Promise.all(pages.map(async (page, index) => Buffer.from(bodyOf(page, await serve.unscoped(page, index)))));
+
 const server = http.createServer((request, response) => {
   const [, kind, index] = (request.url ?? '').split('/');
   const page = pages[Number(index)];
+  if (kind === 'fixed' && page) {
+    response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(fixed[Number(index)]);
+    return;
+  }
   const run = serve[kind];
   if (!page || !run) {
     response.writeHead(404).end();

@@ -53,6 +53,8 @@ export interface ReadPageResult {
   unscoped: Throughput;
   /** The floor running it under the service's role and scope. */
   scoped: Throughput;
+  /** For the cheap page (the first of READ_PAGES), its bytes served from memory: the tail of the machine and the load generator alone. */
+  fixed?: Throughput;
   api: Throughput;
   /** With BENCH_REDIS_URL and a `sharedPort`: a second instance of the service counting its rate limits in Redis (src/http/shared-counts.ts). */
   shared?: Throughput;
@@ -120,9 +122,10 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
         const request = { url: `${service.baseUrl}/v1/students?${page.query}`, headers: { authorization: `Bearer ${reader.token}` } };
         const loads: Record<string, HttpLoad> = {
           unscoped: { url: `${floor.baseUrl}/unscoped/${index}` }, scoped: { url: `${floor.baseUrl}/scoped/${index}` }, api: request,
+          ...(index === 0 ? { fixed: { url: `${floor.baseUrl}/fixed/${index}` } } : {}),
           ...(sharedService ? { shared: { ...request, url: `${sharedService.baseUrl}/v1/students?${page.query}` } } : {}),
         };
-        const { unscoped, scoped, api, shared } = await interleavedLoads(loads);
+        const { unscoped, scoped, api, shared, fixed } = await interleavedLoads(loads);
         // Timed here rather than by autocannon, whose latencies are whole milliseconds.
         const alone = await closedLoop(async () => {
           const response = await fetch(request.url, { headers: request.headers });
@@ -134,10 +137,12 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
         console.log(`  ${describeThroughput('floor: under the role and scope', scoped)}`);
         console.log(`  ${describeThroughput('service over HTTP', api)}`);
         if (shared) console.log(`  ${describeThroughput('service over HTTP, limits counted in Redis', shared)}`);
+        if (fixed) console.log(`  ${describeThroughput('the same bytes from memory, no database', fixed)}`);
         console.log(`  ${describeThroughput('service over HTTP, 1 connection', alone)}`);
         console.log(`  service / floor alone ${ratio(api.perSecond / unscoped.perSecond)} (aim ≥ ×0.80), / floor under the role and scope ${ratio(api.perSecond / scoped.perSecond)}; service p99 / p50 ${ratio(api.p99Ms / api.p50Ms)} (aim ≤ ×2)`);
+        console.log(`  p99 / p50 of the floors: alone ${ratio(unscoped.p99Ms / unscoped.p50Ms)}, under the role and scope ${ratio(scoped.p99Ms / scoped.p50Ms)}${fixed ? `, the bytes from memory ${ratio(fixed.p99Ms / fixed.p50Ms)}` : ''}`);
         if (shared) console.log(`  with limits counted in Redis: / floor alone ${ratio(shared.perSecond / unscoped.perSecond)}, / the service counting in memory ${ratio(shared.perSecond / api.perSecond)}`);
-        results.get(server)!.set(page.label, { unscoped, scoped, api, alone, ...(shared ? { shared } : {}) });
+        results.get(server)!.set(page.label, { unscoped, scoped, api, alone, ...(shared ? { shared } : {}), ...(fixed ? { fixed } : {}) });
       }
     }
   } finally {
