@@ -59,7 +59,7 @@ describe('rate limits', () => {
     assert.equal((await write('{"students": [')).status, 429);
   });
 
-  test('every answer to a partner\'s token carries the limit that counted it: a write the token may not make, an unknown resource, a method the path does not answer', async () => {
+  test('every answer to a partner\'s token carries the limit that counted it: a write the token may not make, an unknown resource, a method the path does not answer, a schema not exposed', async () => {
     const token = h.demo!.universities[3].read_token;
     const send = (method: string, url: string) => h.request({ method, url, remoteAddress: '10.0.5.1', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, payload: method === 'GET' ? undefined : '{"students": []}' });
     const limitOf = (response: Awaited<ReturnType<typeof send>>) => [response.status, response.headers['ratelimit-limit'], response.headers['ratelimit-remaining'], Number(response.headers['ratelimit-reset']) > 0];
@@ -70,6 +70,9 @@ describe('rate limits', () => {
     // Reads, per source IP: a name no resource has and a path below a resource's (404).
     assert.deepEqual(limitOf(await send('GET', '/v1/no_such_resource')), [404, '3', '2', true]);
     assert.deepEqual(limitOf(await send('GET', '/v1/students/1')), [404, '3', '1', true]);
+    // A schema the service does not expose (406), refused before any route.
+    const profile = await h.request({ method: 'GET', url: '/v1/campuses', remoteAddress: '10.0.5.1', headers: { authorization: `Bearer ${token}`, 'accept-profile': 'private' } });
+    assert.deepEqual(limitOf(profile), [406, '3', '0', true]);
   });
 });
 

@@ -20,7 +20,7 @@ import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
 import { jsonBodies } from './json-bodies.ts';
 import { meRoute } from './me.ts';
-import { methodFallback, methodRouting } from './methods.ts';
+import { WRITING_METHODS, methodFallback, methodRouting } from './methods.ts';
 import { metrics, metricsEndpoint } from './metrics.ts';
 import { openApi, openApiDocument } from './openapi/document.ts';
 import { OPERATOR_PREFIX, PARTNER_PREFIX } from './prefixes.ts';
@@ -125,22 +125,24 @@ async function partnerApi(
 ): Promise<void> {
   const { db, tokens, limits, plannedCounts } = options;
   await app.register(partnerAuth, { tokens, authFailures: limits.authFailures });
+  // Every request with a valid token counts, right after the token check and before anything can
+  // refuse it, so that every answer carries the headers of the limit that counted it: a method
+  // that writes against the token's write limit, any other against the source IP's read limit.
+  app.addHook('onRequest', (request, reply) => (WRITING_METHODS.has(request.method) ? limits.write : limits.read)(request, reply));
   await app.register(schemaProfiles);
   // A method a /v1 path does not serve, a name no resource has, a path below a resource's and a function call,
   // after the token check: whatever body and Content-Type came (postgrest-js sends
   // `Content-Type: application/json` and no body with every delete), the answer is 405, or 404
-  // PGRST205, PGRST125 or PGRST202 as PostgREST answers, the body unread. Each counts as a read
-  // (GET, HEAD) or a write (any other method), so its answer carries that limit's headers.
+  // PGRST205, PGRST125 or PGRST202 as PostgREST answers, the body unread.
   await app.register(methodFallback, {
     fallbacks: [
       { url: '/:resource', notFound: unknownResource },
       { url: '/:resource/*', notFound: invalidResourcePath },
       { url: '/rpc/:name', notFound: unknownFunction },
     ],
-    count: (request, reply) => (request.method === 'GET' || request.method === 'HEAD' ? limits.read : limits.write)(request, reply),
   });
-  await app.register(meRoute, { db, limits, readLimitPerMin: options.readLimitPerMin, writeLimitPerMin: options.writeLimitPerMin });
-  await app.register(registerReadRoutes, { db, limits, plannedCounts });
-  await app.register(registerWriteRoutes, { db, limits });
-  await app.register(registerChangeRoutes, { db, limits });
+  await app.register(meRoute, { db, readLimitPerMin: options.readLimitPerMin, writeLimitPerMin: options.writeLimitPerMin });
+  await app.register(registerReadRoutes, { db, plannedCounts });
+  await app.register(registerWriteRoutes, { db });
+  await app.register(registerChangeRoutes, { db });
 }

@@ -9,7 +9,6 @@ import type { Database } from '../db/database.ts';
 import { type Feed, parseChangesRequest, readChanges } from '../query/changes.ts';
 import { requireJsonAccept } from '../query/media-types.ts';
 import { FEED_RESOURCES, resourcesByName } from '../resources/registry.ts';
-import type { RateLimitHooks } from './rate-limits.ts';
 
 export const CHANGES_PATH = 'changes';
 
@@ -27,12 +26,12 @@ function feedHandler(db: Database, feed: Feed) {
   };
 }
 
-export function registerChangeRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks }): void {
+export function registerChangeRoutes(app: FastifyInstance, deps: { db: Database }): void {
   // A resource of this name would be shadowed by the feed (a static route wins over /:resource).
   if (resourcesByName.has(CHANGES_PATH)) throw new Error(`"${CHANGES_PATH}" is the change feed's path; no resource may take that name.`);
   // HEAD declared with GET, not left to Fastify's generated route, which sends `Content-Length: 0`
   // (src/http/read-routes.ts); it reads the window as GET does, so that its status is GET's.
   for (const feed of FEEDS) {
-    app.route({ method: ['GET', 'HEAD'], url: feedPath(feed), preHandler: deps.limits.read, handler: feedHandler(deps.db, feed) });
+    app.route({ method: ['GET', 'HEAD'], url: feedPath(feed), handler: feedHandler(deps.db, feed) });
   }
 }

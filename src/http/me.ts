@@ -10,7 +10,6 @@ import { describeToken } from '../domain/tokens.ts';
 import { LIMITS, LIMIT_DESCRIPTIONS, type Limit } from '../limits.ts';
 import { requireJsonAccept } from '../query/media-types.ts';
 import { resourcesByName } from '../resources/registry.ts';
-import type { RateLimitHooks } from './rate-limits.ts';
 import { nullable, timestamp, tokenScope, uuid } from './schemas.ts';
 
 export const ME_PATH = 'me';
@@ -58,7 +57,7 @@ export const meResponse = Type.Object({
   expires_at: nullable({ ...timestamp, description: 'null: the token does not expire.' }),
   rate_limits: Type.Object({
     reads_per_minute: Type.Integer({ description: 'Read requests a minute, counted per source IP.' }),
-    writes_per_minute: nullable(Type.Integer({ description: 'Write requests a minute, counted per token; null when the token cannot write.' })),
+    writes_per_minute: Type.Integer({ description: 'Write requests a minute, counted per token; a token that cannot write has its refused attempts counted too.' }),
   }),
   limits: Type.Object(Object.fromEntries(partnerLimits.map(({ limit, name }) =>
     [name, Type.Integer({ description: LIMIT_DESCRIPTIONS[limit].bounds })]))),
@@ -66,7 +65,6 @@ export const meResponse = Type.Object({
 
 export interface MeRouteOptions extends Pick<Config, 'readLimitPerMin' | 'writeLimitPerMin'> {
   db: Database;
-  limits: RateLimitHooks;
 }
 
 export const meRoute: FastifyPluginAsyncTypebox<MeRouteOptions> = async (app, options) => {
@@ -77,13 +75,12 @@ export const meRoute: FastifyPluginAsyncTypebox<MeRouteOptions> = async (app, op
   // Documented in src/http/openapi/operations.ts.
   app.get(`/${ME_PATH}`, {
     schema: { response: { 200: meResponse } },
-    preHandler: options.limits.read,
   }, async (request) => {
     requireJsonAccept(request.headers.accept);
     const token = await options.db.asOperator((tx) => describeToken(tx, request.principal.tokenId));
     return {
       ...token,
-      rate_limits: { reads_per_minute: options.readLimitPerMin, writes_per_minute: token.can_write ? options.writeLimitPerMin : null },
+      rate_limits: { reads_per_minute: options.readLimitPerMin, writes_per_minute: options.writeLimitPerMin },
       limits,
     };
   });

@@ -12,7 +12,7 @@
  * the root's onRequest hook answers at once.
  */
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { type ApiError, apiError } from '../errors.ts';
 import { endpointNotFound } from './errors.ts';
@@ -27,6 +27,9 @@ declare module 'fastify' {
     routedMethods: RoutedMethods;
   }
 }
+
+/** The methods that write, as PostgREST reads them (Content-Profile) and as the rate limits count them; every other method reads. */
+export const WRITING_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** The order `Allow` lists methods in; any other method comes after these, alphabetically. */
 const ALLOW_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -114,14 +117,13 @@ export const methodRouting = fp(async (app: FastifyInstance) => {
 
 /**
  * In a scope that checks the caller in its onRequest hooks: a route at each fallback's `url`
- * (relative to the scope's prefix) for every method, whose own onRequest hooks run after the
- * scope's: `count` (the rate limit the request counts against), then the refusal, 405 with
- * `Allow` for a path the scope serves with other methods, else the fallback's 404. Its handler,
- * never reached, is the same refusal. fastify-plugin, so that the scope itself is marked.
+ * (relative to the scope's prefix) for every method, whose own onRequest hook runs after the
+ * scope's and answers 405 with `Allow` for a path the scope serves with other methods, else the
+ * fallback's 404. Its handler, never reached, is the same refusal. fastify-plugin, so that the
+ * scope itself is marked.
  */
 export const methodFallback = fp(async (app: FastifyInstance, options: {
   fallbacks: readonly { readonly url: string; readonly notFound: (request: FastifyRequest) => ApiError }[];
-  count: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 }) => {
   app.decorate(REFUSED_BY_FALLBACK, true);
   for (const { url, notFound } of options.fallbacks) {
@@ -129,6 +131,6 @@ export const methodFallback = fp(async (app: FastifyInstance, options: {
       const { allow } = app.routedMethods.of(request.url);
       throw allow.length > 0 ? methodNotAllowed(request, allow) : notFound(request);
     };
-    app.route({ method: app.supportedMethods, url, config: { methodFallback: true }, onRequest: [options.count, refuse], handler: refuse });
+    app.route({ method: app.supportedMethods, url, config: { methodFallback: true }, onRequest: refuse, handler: refuse });
   }
 }, { dependencies: ['method-routing'] });

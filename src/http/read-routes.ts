@@ -10,7 +10,6 @@ import { type ApiError, apiError } from '../errors.ts';
 import { executeRead } from '../query/execute.ts';
 import { readPlanOf } from '../query/read-plans.ts';
 import { type Resource, resources } from '../resources/registry.ts';
-import type { RateLimitHooks } from './rate-limits.ts';
 import { readResponseHead } from './read-response.ts';
 
 /** The raw query string, undecoded. */
@@ -57,10 +56,10 @@ export function unknownFunction(request: FastifyRequest): ApiError {
   return apiError('PGRST202', name);
 }
 
-export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks; plannedCounts: boolean }): void {
+export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; plannedCounts: boolean }): void {
   for (const resource of resources) {
     // HEAD is declared, not left to Fastify's generated route, which would send `Content-Length: 0`
     // for a body never built; PostgREST sends none (RFC 9110 allows only the GET's own length).
-    app.route({ method: ['GET', 'HEAD'], url: `/${resource.name}`, preHandler: deps.limits.read, handler: readHandler(deps.db, resource, deps.plannedCounts) });
+    app.route({ method: ['GET', 'HEAD'], url: `/${resource.name}`, handler: readHandler(deps.db, resource, deps.plannedCounts) });
   }
 }

@@ -7,14 +7,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { apiError } from '../errors.ts';
+import { WRITING_METHODS } from './methods.ts';
 
 /** The one schema the partner API exposes. */
 export const EXPOSED_SCHEMA = 'public';
 
-/** The methods that name their schema in Content-Profile; every other names it in Accept-Profile. */
-const WRITING_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 function checkProfile(request: FastifyRequest): void {
+  // The methods that write name their schema in Content-Profile; every other in Accept-Profile.
   const header = request.headers[WRITING_METHODS.has(request.method) ? 'content-profile' : 'accept-profile'];
   if (header === undefined) return;
   // A repeated header arrives joined by commas; PostgREST reads its first value.

@@ -18,7 +18,6 @@ import { WRITABLE_RESOURCES, type WritableResource } from '../resources/write-sh
 import { type BatchAnswer, type WriteMode, batchRows } from '../writes/batch.ts';
 import { writeCohorts, writeStudents } from '../writes/batches.ts';
 import { requireWriteToken } from './auth.ts';
-import type { RateLimitHooks } from './rate-limits.ts';
 import { noteBatch, notesOf } from './request-notes.ts';
 
 const MODES: Record<'PUT' | 'POST' | 'PATCH', WriteMode> = { PUT: 'put', POST: 'post', PATCH: 'patch' };
@@ -47,16 +46,15 @@ export const REPLAYED_HEADER = 'idempotent-replayed';
 const sendAnswer = (reply: FastifyReply, answer: StoredAnswer) =>
   reply.code(answer.status).headers(answer.headers).type(JSON_TYPE).send(answer.body);
 
-export function registerWriteRoutes(app: FastifyInstance, deps: { db: Database; limits: RateLimitHooks }): void {
+export function registerWriteRoutes(app: FastifyInstance, deps: { db: Database }): void {
   for (const resource of WRITABLE_RESOURCES) {
     for (const method of ['PUT', 'POST', 'PATCH'] as const) {
       // No body schema: rows are validated one by one into per-row outcomes (src/writes/).
       app.route({
         method,
         url: `/${resource}`,
-        // Counted before the token's right to write is checked and before the body is read, so a
-        // write refused whole (403, 400, 413, 415) is a write too and its answer carries the limit's headers.
-        onRequest: [deps.limits.write, requireWriteToken],
+        // After the write limit counted it (src/http/app.ts), so a write refused whole carries its headers.
+        onRequest: requireWriteToken,
         handler: async (request, reply) => {
           requireJson(request);
           const { tx, preferenceApplied } = parseWritePreferences(request.headers.prefer);
