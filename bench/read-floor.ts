@@ -16,7 +16,7 @@
  *                      in the transaction the service runs it in (SET LOCAL), written with
  *                      postgres.js's own transaction (`sql.begin`), the settings and the
  *                      statement pipelined;
- *   GET /fixed/<n>     the page's bytes from memory, read once at start: no database at all, so
+ *   GET /fixed/<n>     the page's bytes from memory, read on its first request: no database after it, so
  *                      its p99 / p50 is the tail of the machine and of the load generator alone.
  *
  * Neither authenticates, counts requests, parses a query string nor plans: the floor is the
@@ -58,13 +58,21 @@ const serve: Record<string, (page: FloorPage, index: number) => Promise<Rows>> =
 const bodyOf = (page: FloorPage, rows: Rows) =>
   (page.asRows ? `[${(rows as { row: string }[]).map((r) => r.row).join(', ')}]` : (rows[0] as { body: string }).body);
 
-const fixed = await Promise.all(pages.map(async (page, index) => Buffer.from(bodyOf(page, await serve.unscoped(page, index)))));
+/** Each page's bytes, read once on its first /fixed request. */
+const fixed = new Map<number, Promise<Buffer>>();
+const fixedBytes = (page: FloorPage, index: number) => {
+  if (!fixed.has(index)) fixed.set(index, serve.unscoped(page, index).then((rows) => Buffer.from(bodyOf(page, rows))));
+  return fixed.get(index)!;
+};
 
 const server = http.createServer((request, response) => {
   const [, kind, index] = (request.url ?? '').split('/');
   const page = pages[Number(index)];
   if (kind === 'fixed' && page) {
-    response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(fixed[Number(index)]);
+    fixedBytes(page, Number(index)).then(
+      (bytes) => response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(bytes),
+      (error: Error) => response.writeHead(500).end(error.message),
+    );
     return;
   }
   const run = serve[kind];

@@ -240,7 +240,8 @@ if (storeBackends().includes('citus')) {
         const [[first], [second]] = await Promise.all([slow, behind]);
         assert.deepEqual({ ...second }, { pid: first.pid, node, role: NODE_READER_ROLE, visible: [UNIVERSITIES[0]] });
         // The node is a worker, not the coordinator the store was opened on.
-        assert.notEqual(node, new URL(testStore.url!).port);
+        const [{ coordinator }] = await sharing.query<{ coordinator: string }>('select inet_server_port()::text as coordinator');
+        assert.notEqual(node, coordinator);
       } finally {
         await sharing.close();
       }

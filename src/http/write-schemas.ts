@@ -7,6 +7,7 @@ import { type TUnsafe, Type } from 'typebox';
 import { NAME_PATTERN, NO_CONTROL_CHARACTERS_PATTERN } from '../resources/text.ts';
 import { COHORT_SHAPE, type CreateValues, type FieldKind, type WriteField, type WriteShape } from '../resources/write-shapes.ts';
 import type { WriteMode } from '../writes/batch.ts';
+import { createFieldsRequired } from '../writes/field-checks.ts';
 import { type JsonSchema, withNull } from './schemas.ts';
 
 const singleLine = (field: WriteField): JsonSchema => ({ type: 'string', maxLength: field.maxLength, pattern: NO_CONTROL_CHARACTERS_PATTERN });
@@ -40,9 +41,10 @@ export type RowRequirement = 'create' | 'patch' | 'upsert';
 
 /** What each row of a `mode` batch of `shape` must carry. */
 export const rowRequirement = (shape: WriteShape, mode: WriteMode): RowRequirement =>
-  mode === 'patch' ? 'patch' : mode === 'put' && shape.put === 'key' ? 'upsert' : 'create';
+  mode === 'patch' ? 'patch' : createFieldsRequired(shape, mode) ? 'create' : 'upsert';
 
-const REQUIREMENT_DESCRIPTIONS: Record<RowRequirement, (key: string) => string> = {
+/** What a row of each requirement must carry, as its schema and its operation say. */
+export const REQUIREMENT_DESCRIPTIONS: Record<RowRequirement, (key: string) => string> = {
   create: () => 'Every field a create needs is required.',
   patch: (key) => `Only \`${key}\` is required; an omitted field is left as it is.`,
   upsert: (key) => `Only \`${key}\` is required; a row that creates needs every field a create needs (\`MISSING_FIELD\` otherwise), and a row that matches leaves an omitted field as it is.`,

@@ -147,7 +147,7 @@ function decideCreate(row: StudentRow, state: StudentBatchState, context: Studen
   if (context.mode === 'patch') return rejected(reject('NOT_FOUND', 'No student matches the external_id or email; PATCH never creates.'));
   const owned = ownerRejection(state.emailOwners.get(row.email));
   if (owned) return rejected(owned);
-  // Validation guarantees the create fields on PUT and POST.
+  // Validation guarantees the create fields on PUT and POST (STUDENT_SHAPE.put is `create`).
   const cohort = resolveCohort(row.cohortName!, state);
   if (isRejection(cohort)) return rejected(cohort);
   const graduationDate = row.graduationDate ?? null;

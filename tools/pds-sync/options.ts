@@ -10,12 +10,13 @@ import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
 import { LIMITS } from '../../src/limits.ts';
 import { WRITE_SHAPES, WRITABLE_RESOURCES, type WritableResource, fieldNames } from '../../src/resources/write-shapes.ts';
-import type { WriteMode } from '../../src/writes/batch.ts';
+import { WRITE_MODES, type WriteMode } from '../../src/writes/batch.ts';
+import { createFieldsRequired } from '../../src/writes/field-checks.ts';
 import type { RetryPolicy } from './client.ts';
 import type { ColumnMapping } from './csv-input.ts';
 import { SyncInputError } from './errors.ts';
 
-export const MODES = ['put', 'post', 'patch'] as const satisfies readonly WriteMode[];
+export const MODES = WRITE_MODES;
 
 /** The environment variable the token is read from when no --token-file is given. */
 export const TOKEN_ENV = 'PDS_TOKEN';
@@ -240,9 +241,9 @@ export async function resolvePlan(flags: Flags, env: NodeJS.ProcessEnv): Promise
   };
 }
 
-/** The fields a row must have a column for in this mode: the key, and on create every create field. */
+/** The fields a row must have a column for in this mode: the key, and where every row must carry them, the create fields. */
 export function neededFields(resource: WritableResource, mode: WriteMode): string[] {
   const shape = WRITE_SHAPES[resource];
-  if (mode === 'patch') return [shape.key];
+  if (!createFieldsRequired(shape, mode)) return [shape.key];
   return Object.entries(shape.fields).filter(([, field]) => field.requiredOnCreate).map(([name]) => name);
 }

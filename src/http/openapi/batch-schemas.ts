@@ -1,5 +1,5 @@
 /**
- * The batch-write schemas of the OpenAPI description: create and patch rows off the write shapes,
+ * The batch-write schemas of the OpenAPI description: create, patch and upsert rows off the write shapes,
  * their envelopes bounded by LIMITS, and the results with their codes off the row codes.
  */
 import { LIMITS } from '../../limits.ts';

@@ -14,7 +14,7 @@ import { FEEDS, feedPath } from '../change-routes.ts';
 import { ME_PATH } from '../me.ts';
 import { PARTNER_PREFIX } from '../prefixes.ts';
 import type { JsonSchema } from '../schemas.ts';
-import { type RowRequirement, rowRequirement } from '../write-schemas.ts';
+import { REQUIREMENT_DESCRIPTIONS, rowRequirement } from '../write-schemas.ts';
 import { changePageSchemaName } from './change-schemas.ts';
 import {
   type ParameterName, RATE_LIMIT_HEADER_NAMES, filterParameter, headerRefs, parameterRef, resourceTitle, rowSchemaName, schemaRef, writeSchemaNames,
@@ -95,14 +95,7 @@ interface WriteMethod {
 const WRITE_METHODS: Record<WriteMode, WriteMethod> = {
   put: { verb: 'upsert', meaning: 'Upsert: creates what is missing and updates what changed; safe to replay.' },
   post: { verb: 'create', meaning: 'Create only: a row matching an existing record is rejected `ALREADY_EXISTS`.' },
-  patch: { verb: 'update', meaning: 'Update only, never creates: a row matching nothing is rejected `NOT_FOUND`. An omitted field is left alone; null clears an optional one.' },
-};
-
-/** What an upsert's rows carry, by their requirement (the other methods' meanings say it). */
-const UPSERT_ROWS: Readonly<Record<RowRequirement, string>> = {
-  create: ' Every row carries the fields a create needs, even one that matches.',
-  upsert: ' A row that matches updates the fields it carries and leaves the others alone; a row that creates carries every field a create needs.',
-  patch: '',
+  patch: { verb: 'update', meaning: 'Update only, never creates: a row matching nothing is rejected `NOT_FOUND`; null clears an optional field.' },
 };
 
 function writeOperation(resource: WritableResource, mode: WriteMode): DocumentedOperation {
@@ -117,7 +110,7 @@ function writeOperation(resource: WritableResource, mode: WriteMode): Documented
       operationId: `${verb}${resourceTitle(resourcesByName.get(resource)!)}`,
       tags: [resource],
       summary: `${verb[0].toUpperCase()}${verb.slice(1)} ${resource}`,
-      description: `${meaning}${mode === 'put' ? UPSERT_ROWS[requirement] : ''}\n\nAt most ${LIMITS.batchRows} rows per request (over it: 413 \`BATCH_TOO_LARGE\`, nothing written). `
+      description: `${meaning} ${REQUIREMENT_DESCRIPTIONS[requirement](WRITE_SHAPES[resource].key)}\n\nAt most ${LIMITS.batchRows} rows per request (over it: 413 \`BATCH_TOO_LARGE\`, nothing written). `
         + 'HTTP 200 means the batch was processed, not that every row was written: read `results`. '
         + '`Prefer: tx=rollback` is a dry run: the same answer, nothing written. '
         + 'With an `Idempotency-Key`, a retry after a lost answer gets the first answer back instead of writing again.',
