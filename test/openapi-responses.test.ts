@@ -149,6 +149,11 @@ for (const backend of backends()) {
         assert.equal(res.status, status, `${method} ${url.slice(0, 60)}: ${res.body.slice(0, 200)}`);
         assert.equal(res.json.code, code);
         assertMatches(method, url, res);
+        // The rate limit's headers it carries are documented for its status.
+        const documented = Object.keys(v.response(method, url.split('?')[0], status).response.headers ?? {}).map((name) => name.toLowerCase());
+        const carried = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'].filter((name) => res.headers[name] !== undefined);
+        assert.deepEqual(carried.filter((name) => !documented.includes(name)), [], `${method} ${url.slice(0, 60)} ${status}`);
+        assert.equal(carried.length, 3, `${method} ${url.slice(0, 60)} ${status}`);
       }
     });
 

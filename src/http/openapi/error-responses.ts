@@ -32,10 +32,24 @@ export const ERROR_SCHEMA: JsonSchema = {
   },
 };
 
-/** Headers added where the error is raised, beyond the catalogue's own. */
+/**
+ * Headers added where the error is raised, beyond the catalogue's own. Every answer to a valid
+ * partner token carries the rate limit that counted it (src/http/app.ts), a 401 the failed
+ * authentications' (src/http/auth.ts); the readiness probe's 503 and the edge's refusals
+ * (a path segment too long for the router among them) come before any count.
+ */
 const RAISED_ERROR_HEADERS: Readonly<Partial<Record<number, readonly HeaderName[]>>> = {
-  401: RATE_LIMIT_HEADER_NAMES, // the failed-authentication limit, src/http/auth.ts
-  416: ['Content-Range'], // src/http/read-response.ts
+  400: RATE_LIMIT_HEADER_NAMES,
+  401: RATE_LIMIT_HEADER_NAMES,
+  403: RATE_LIMIT_HEADER_NAMES,
+  404: RATE_LIMIT_HEADER_NAMES,
+  406: RATE_LIMIT_HEADER_NAMES,
+  409: RATE_LIMIT_HEADER_NAMES,
+  413: RATE_LIMIT_HEADER_NAMES,
+  414: RATE_LIMIT_HEADER_NAMES,
+  415: RATE_LIMIT_HEADER_NAMES,
+  416: ['Content-Range', ...RATE_LIMIT_HEADER_NAMES], // src/http/read-response.ts
+  422: RATE_LIMIT_HEADER_NAMES,
   429: ['Retry-After', ...RATE_LIMIT_HEADER_NAMES],
 };
 
