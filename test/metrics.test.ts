@@ -168,6 +168,24 @@ for (const backend of backends()) {
         await Promise.all([...holders.map((holder) => holder.done), queued]);
       }
     });
+
+    if (backend === 'postgres') {
+      test('the shared gauge counts the reads sent behind another on a reader session, every session being in use', async () => {
+        const reader = h.db.partnerReader({ universityIds: [h.demo!.universities[0].id] });
+        const read = (text: string) => h.store.readAsReader(reader, 'objects', text, []);
+        // Ten reader sessions holding this scope, each then busy with a read of it, then one more read of it.
+        await Promise.all(Array.from({ length: 10 }, () => read('select 1')));
+        const slow = Array.from({ length: 10 }, () => read('select pg_sleep(0.5)'));
+        await new Promise((r) => setTimeout(r, 150));
+        const behind = read('select 1');
+        try {
+          assert.equal(valueOf((await scrape()).samples, 'pds_store_pool_shared'), 1);
+        } finally {
+          await Promise.all([...slow, behind]);
+        }
+        assert.equal(valueOf((await scrape()).samples, 'pds_store_pool_shared'), 0);
+      });
+    }
   });
 }
 
