@@ -39,8 +39,6 @@ export class SessionPool {
    * back to the pool when the last ends, so a session handed out has nothing in flight.
    */
   private readonly leases = new Map<Session, number>();
-  /** The shared leases not yet ended, for PoolStats. */
-  private sharedLeases = 0;
   private closed = false;
 
   constructor(url: string, private readonly limits: PoolLimits, startupParameters: Readonly<Record<string, string>> = {}) {
@@ -106,20 +104,21 @@ export class SessionPool {
     }
     if (!least) return null;
     this.leases.set(least, this.leases.get(least)! + 1);
-    this.sharedLeases += 1;
     // Its clock runs while the statement ahead of it runs, each within the statement timeout.
     return new Lease(least, storeWaitMs * MAX_SHARED_IN_FLIGHT, true);
   }
 
   stats(): PoolStats {
-    return { inUse: this.pool.numUsed(), waiting: this.pool.numPendingAcquires(), shared: this.sharedLeases };
+    // Every lease not yet ended, less one per session whose owner holds it still.
+    let leases = 0;
+    for (const count of this.leases.values()) leases += count;
+    return { inUse: this.pool.numUsed(), waiting: this.pool.numPendingAcquires(), shared: leases - this.owned.size };
   }
 
   release(lease: Lease): void {
     lease.end();
     const { session } = lease;
-    if (lease.shared) this.sharedLeases -= 1;
-    else this.owned.delete(session);
+    if (!lease.shared) this.owned.delete(session);
     const left = this.leases.get(session)! - 1;
     if (left > 0) {
       this.leases.set(session, left);
