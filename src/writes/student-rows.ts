@@ -115,9 +115,9 @@ export function validateStudentRow(raw: unknown, index: number, mode: WriteMode)
 /**
  * Validates a batch's rows in request order. A row naming an email or external_id that an earlier
  * row named, valid or not, is DUPLICATE_IN_BATCH whatever else is wrong with it; an email that is
- * no address names no one (docs/decisions.md, Student writes). Addresses and numbers have sets of their own,
- * not prefixed keys in one: that halved the check for a 500-row replay (300 → 150–170 µs,
- * measured when it ran in decideStudentBatch).
+ * no address names no one (docs/decisions.md, Student writes). Addresses and numbers have sets of
+ * their own, not prefixed keys in one: that halved the check for a 500-row replay (300 → 150–170
+ * µs, measured when it ran in decideStudentBatch).
  */
 export function validateStudentBatch(raw: readonly unknown[], mode: WriteMode): ValidatedStudentRow[] {
   const seenEmails = new Set<string>();
