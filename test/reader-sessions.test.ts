@@ -165,6 +165,23 @@ if (storeBackends().includes('postgres')) {
       assert.deepEqual([changed.visible, waited.visible], [[UNIVERSITIES[1]], [UNIVERSITIES[0]]]);
     });
 
+    test('a session holds its new scope once the change is confirmed: a read of that scope shares it while the statement sent with the change still runs', async () => {
+      // A wait for a free session far shorter than the read in flight: only a read that shares the session is served.
+      const sharing = openPostgresStore(testStore.url!, 1, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 50 });
+      try {
+        const sharingDb = new Database(sharing, 5_000);
+        await readAs(sharingDb, ONE, 'select 1', []);
+        // The one session changes to OTHER, and reads slowly once the change is answered.
+        const slow = readAs<{ pid: number }>(sharingDb, OTHER, 'select pg_backend_pid() as pid from pg_sleep(0.4)', []);
+        await pause(100);
+        const behind = readAs<{ pid: number; visible: string[] }>(sharingDb, OTHER, `select pg_backend_pid() as pid, ${VISIBLE}`, []);
+        const [[first], [second]] = await Promise.all([slow, behind]);
+        assert.deepEqual({ ...second }, { pid: first.pid, visible: [UNIVERSITIES[1]] });
+      } finally {
+        await sharing.close();
+      }
+    });
+
     test('the role is the session\'s own: RESET ROLE and RESET ALL keep it, and an empty scope sees nothing', async () => {
       await readAs(db, ONE, 'select 1', []);
       for (const reset of ['reset role', 'reset all']) {

@@ -136,7 +136,8 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
    * the new one first, in the same pipeline, and the statement's answer is used only once the
    * change is confirmed and the session's role is `role`. When every session is in use, a read
    * is sent behind another on a session that holds its scope (SessionPool.share) rather than wait
-   * for one; a session whose scope is changing holds none until the change is confirmed.
+   * for one; a session whose scope is changing holds none until the change is confirmed, and holds
+   * the new one from then on, while the statement sent with the change may still be running.
    */
   const readOnReaderSession = async <F extends RowForm>(on: SessionPool, role: string, binding: ReaderBinding, statement: ReaderStatement<F>): Promise<RowForms[F][]> => {
     const lease = on.share((session) => session.scope === binding.scope.value) ?? await on.lease();
@@ -144,22 +145,23 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       const { session } = lease;
       if (session.scope === binding.scope.value) return await lease.send(statement.form, statement.text, statement.params);
       session.scope = null;
-      const [changed, outcome] = await Promise.allSettled([
-        lease.send('objects', `select set_config($1, $2, false), current_user as role`, [binding.scope.setting, binding.scope.value]),
-        lease.send(statement.form, statement.text, statement.params),
-      ]);
-      if (changed.status === 'rejected') {
-        session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', String(changed.reason)));
-        throw changed.reason;
+      const change = lease.send('objects', `select set_config($1, $2, false), current_user as role`, [binding.scope.setting, binding.scope.value]);
+      const read = lease.send(statement.form, statement.text, statement.params);
+      // Answered after the change: when the change fails, the read's own failure is not the one reported.
+      read.catch(() => undefined);
+      let sessionRole: string;
+      try {
+        sessionRole = String((await change)[0].role);
+      } catch (error) {
+        session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', String(error)));
+        throw error;
       }
-      const sessionRole = String(changed.value[0].role);
       if (sessionRole !== role) {
         session.destroy(new StoreUnavailableError('SCOPE_NOT_SET', `A reader session runs as ${sessionRole}.`));
         throw new Error(`A reader session runs as ${sessionRole}, not ${role}: its pooler dropped the role (PDS_READER_SESSIONS).`);
       }
       session.scope = binding.scope.value;
-      if (outcome.status === 'rejected') throw outcome.reason;
-      return outcome.value;
+      return await read;
     } finally {
       on.release(lease);
     }
