@@ -13,7 +13,7 @@ import { benchWritesOnPglite, benchWritesOnServers } from './writes.ts';
 
 const servers = [['PostgreSQL', SERVER_URL], ...(CITUS_URL ? [['Citus', CITUS_URL]] : [])] as const;
 const databases = await Promise.all(servers.map(async ([label, url]) => {
-  const database = await createScratchDatabase(url, 'pds_bench_writes');
+  const database = await createScratchDatabase(url, { name: 'pds_bench_writes' });
   // A migration on a busy cluster may take longer than a request may wait.
   const store = openPostgresStore(database.url, 2, { ...DEFAULT_STORE_TIMEOUTS, storeWaitMs: 5 * 60_000 });
   try {

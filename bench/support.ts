@@ -41,7 +41,7 @@ const BENCH_LOAD_WAIT_MS = 10 * 60_000;
 
 /** A fresh database named `name` on `serverUrl` (on every node of a Citus cluster), migrated and loaded with `students` demo students. */
 export async function createBenchDatabase(serverUrl: string, name: string, students: number): Promise<BenchDatabase> {
-  const database = await createScratchDatabase(serverUrl, name);
+  const database = await createScratchDatabase(serverUrl, { name });
   // Loading 100,000 students and vacuuming take far longer than a request may wait.
   const store = openPostgresStore(database.url, 10, { ...DEFAULT_STORE_TIMEOUTS, storeWaitMs: BENCH_LOAD_WAIT_MS });
   await migrate(store);

@@ -41,7 +41,17 @@ async function onEach<T>(urls: readonly string[], fn: (sql: postgres.Sql) => Pro
   }));
 }
 
-export async function createScratchDatabase(serverUrl: string, name = `pds_test_${randomBytes(6).toString('hex')}`): Promise<ScratchDatabase> {
+export interface ScratchOptions {
+  /** The database's name; a random pds_test_… by default. */
+  readonly name?: string;
+  /**
+   * On Citus, the shard count the migration distributes the tenant tables with
+   * (`citus.shard_count`, set on the database); the cluster's own (32 by default) when unset.
+   */
+  readonly shardCount?: number;
+}
+
+export async function createScratchDatabase(serverUrl: string, { name = `pds_test_${randomBytes(6).toString('hex')}`, shardCount }: ScratchOptions = {}): Promise<ScratchDatabase> {
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
   const [{ citus }] = await admin<{ citus: boolean }[]>`select exists (select 1 from pg_extension where extname = 'citus') as citus`;
   const nodes = citus
@@ -63,6 +73,7 @@ export async function createScratchDatabase(serverUrl: string, name = `pds_test_
       if (coordinator) await sql`select citus_set_coordinator_host(${coordinator.nodename}, ${coordinator.nodeport})`;
       for (const worker of workers) await sql`select citus_add_node(${worker.nodename}, ${worker.nodeport})`;
     });
+    if (shardCount !== undefined) await admin.unsafe(`alter database ${name} set citus.shard_count = ${Number(shardCount)}`);
   }
   return {
     url: urlOf(serverUrl, name),
