@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import type { WriteMode } from '../src/writes/batch.ts';
 import { settleRaces } from '../src/writes/batches.ts';
 import { type CohortBatchState, type CohortRecord, decideCohortBatch, validateCohortRow } from '../src/writes/cohort-rules.ts';
-import { type StudentRow, validateStudentBatch, validateStudentRow } from '../src/writes/student-rows.ts';
+import { type StudentRow, sentStudentKeys, validateStudentBatch, validateStudentRow } from '../src/writes/student-rows.ts';
 import {
   type EmailOwner, type StudentBatchState, type StudentRecord, decideStudentBatch,
 } from '../src/writes/student-rules.ts';
@@ -68,6 +68,35 @@ describe('validateStudentBatch', () => {
     ], 'put').map((v) => ('ok' in v ? 'ok' : v.rejected.code));
     assert.deepEqual(codes, ['ok', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH', 'MISSING_NAME', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH',
       'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH', 'DUPLICATE_IN_BATCH', 'INVALID_FIELD', 'INVALID_PHONE']);
+  });
+});
+
+describe('sentStudentKeys', () => {
+  test('the keys sent include every key of the rows that pass validation, and no text the database refuses', () => {
+    const raw = [
+      { email: ' Ada@U.edu ', first_name: 'Ada', last_name: 'L', cohort_name: ' cs-2025 ', is_alumni: false, external_id: ' A1 ' },
+      { email: 'bob@u.edu', first_name: '', cohort_name: 'law', external_id: 'B\u00001' },
+      { email: 'n\u0000ul@u.edu', cohort_name: 'cs-2025' },
+      { email: 'not an address', external_id: 'X9', cohort_name: 'bio' },
+      { email: 42 },
+      'not a row',
+      { email: 'carol@u.edu', first_name: 'Carol', last_name: 'C', cohort_name: 'c\u00002025', is_alumni: true, external_id: null },
+      { email: 'dan@u.edu', first_name: 'Dan', last_name: 'D', cohort_name: 'cs-2025', is_alumni: true },
+    ];
+    const keys = sentStudentKeys(raw);
+    for (const mode of ['put', 'post', 'patch'] as WriteMode[]) {
+      const valid = validateStudentBatch(raw, mode).flatMap((v) => ('ok' in v ? [v.ok] : []));
+      assert.ok(valid.length > 0);
+      for (const [sent, own] of [[keys.emails, valid.map((r) => r.email)], [keys.externalIds, valid.flatMap((r) => (r.externalId ? [r.externalId] : []))],
+        [keys.cohortNames, valid.flatMap((r) => (r.cohortName ? [r.cohortName] : []))]] as const) {
+        for (const key of own) assert.ok(sent.includes(key), `${key} is not among ${sent.join(', ')}`);
+      }
+    }
+    assert.deepEqual(keys, {
+      emails: ['ada@u.edu', 'bob@u.edu', 'not an address', 'carol@u.edu', 'dan@u.edu'],
+      externalIds: ['A1', 'X9'],
+      cohortNames: ['cs-2025', 'law', 'bio'],
+    });
   });
 });
 

@@ -3,6 +3,8 @@
  * and embedded PGlite. Callers see only `query`, `exec` and `transaction`; all SQL is plain
  * text with `$n` parameters, so the same statements run on both.
  */
+import { setImmediate } from 'node:timers/promises';
+
 export type Row = Record<string, unknown>;
 
 export interface Queryable {
@@ -134,6 +136,17 @@ export class StoreUnavailableError extends Error {
   constructor(readonly code: string, message: string) {
     super(message);
   }
+}
+
+/**
+ * Resolves once the statements sent so far are written to the server's connection, so that work
+ * needing none of their answers runs while the server answers them. postgres.js writes a
+ * statement in a microtask after it is sent, and buffers small ones until the next turn of the
+ * event loop (setImmediate): the second turn comes after that write.
+ */
+export async function statementsWritten(): Promise<void> {
+  await setImmediate();
+  await setImmediate();
 }
 
 /**

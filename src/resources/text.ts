@@ -26,6 +26,9 @@ export const NAME_PATTERN = `^(?=.*\\S)${NO_CONTROL_CHARACTERS_PATTERN.slice(1)}
 
 export const hasControlCharacter = (value: string) => CONTROL_CHARACTER.test(value);
 
+/** Whether PostgreSQL takes the string as text at all: a NUL fails the whole statement (22021). */
+export const isStorableText = (value: string) => !value.includes('\u0000');
+
 const characterCount = (value: string) => {
   let count = 0;
   for (const _ of value) count++;

@@ -1,6 +1,7 @@
 /**
  * One batch, one transaction: validate every row, lock the university, load the state of the
- * whole batch, decide each row in pure code, apply set-based. A row that lost a race on a
+ * whole batch, decide each row in pure code, apply set-based (a student batch validates while
+ * the lock and its state read are on their way). A row that lost a race on a
  * service-wide unique address is decided once more; if it loses again it is CONCURRENT_WRITE.
  * A deadlock with another university's batch is such a race for every row the attempt changed:
  * the attempt runs in a savepoint, so the deadlock undoes it alone and never fails the batch.
@@ -11,16 +12,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
-import type { Queryable } from '../db/store.ts';
+import { type Queryable, pipelined, statementsWritten } from '../db/store.ts';
 import { pipelinedBatch } from '../db/locks.ts';
 import { inSavepoint } from '../db/savepoint.ts';
 import { todayUtc } from '../domain/alumni.ts';
 import { type BatchAnswer, type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
 import { applyCohortChanges, loadCohortState } from './cohort-store.ts';
 import { COHORT_FIELDS, type CohortResult, cohortResult, decideCohortBatch, validateCohortRow } from './cohort-rules.ts';
-import { STUDENT_FIELDS, validateStudentBatch } from './student-rows.ts';
+import { STUDENT_FIELDS, sentStudentKeys, validateStudentBatch } from './student-rows.ts';
 import { type StudentDecision, type StudentResult, decideStudentBatch, studentResult } from './student-rules.ts';
-import { applyStudentChanges, loadStudentState } from './student-store.ts';
+import { applyStudentChanges, loadStudentState, readStudents } from './student-store.ts';
 
 /** Internal retries before a row that keeps losing a race is reported CONCURRENT_WRITE. */
 const RACE_RETRIES = 1;
@@ -91,34 +92,43 @@ async function batchTransaction<Answer extends BatchAnswer>(
 
 const isChange = (d: StudentDecision): d is Extract<StudentDecision, { kind: 'create' | 'update' }> => d.kind === 'create' || d.kind === 'update';
 
+/**
+ * A student batch. Its students and cohorts are read by every key its rows send, in one pipeline
+ * with the lock (held before the state is read), and the rows are validated while that read is
+ * on its way: a 500-row batch's validation (1.0–1.2 ms) no longer waits before the read is sent.
+ */
 export async function writeStudents(db: Database, universityId: string, mode: WriteMode, body: unknown, options: WriteOptions) {
   const raw = batchRows(body, 'students');
-  const { rows, results } = splitValidated(validateStudentBatch(raw, mode),
-    (v): StudentResult => ({ email: v.sentEmail, status: 'rejected', ...v.rejected }));
   const context = { mode, today: todayUtc(), newId: randomUUID };
   return batchTransaction(db, universityId, options, (tx) => pipelinedBatch(tx, universityId, async (changeSeq) => {
-    // The lock is held before the state is read: the two travel in one pipeline.
-    const losers = await settleRaces(rows, async (pending) => {
-      const state = await loadStudentState(tx, universityId, pending);
-      const decisions = decideStudentBatch(pending, state, context);
-      const changes = decisions.filter(isChange);
-      // Nothing to write, nothing to race for: a replay sends no savepoint.
-      const applied = changes.length === 0 ? { ok: new Set<number>() }
-        : await inSavepoint(tx, RACE_SQLSTATES, async () => applyStudentChanges(tx, universityId, await changeSeq, changes));
-      const lost = 'ok' in applied ? applied.ok : new Set(changes.map((c) => c.row.index));
-      for (const d of decisions) if (!lost.has(d.row.index)) results[d.row.index] = studentResult(d);
-      return lost;
+    const named = readStudents(tx, universityId, sentStudentKeys(raw));
+    return pipelined(named, async () => {
+      await statementsWritten();
+      const { rows, results } = splitValidated(validateStudentBatch(raw, mode),
+        (v): StudentResult => ({ email: v.sentEmail, status: 'rejected', ...v.rejected }));
+      const losers = await settleRaces(rows, async (pending) => {
+        // A row decided again after a lost race is read again.
+        const state = await loadStudentState(tx, universityId, pending, pending === rows ? named : undefined);
+        const decisions = decideStudentBatch(pending, state, context);
+        const changes = decisions.filter(isChange);
+        // Nothing to write, nothing to race for: a replay sends no savepoint.
+        const applied = changes.length === 0 ? { ok: new Set<number>() }
+          : await inSavepoint(tx, RACE_SQLSTATES, async () => applyStudentChanges(tx, universityId, await changeSeq, changes));
+        const lost = 'ok' in applied ? applied.ok : new Set(changes.map((c) => c.row.index));
+        for (const d of decisions) if (!lost.has(d.row.index)) results[d.row.index] = studentResult(d);
+        return lost;
+      });
+      for (const row of losers) {
+        results[row.index] = { email: row.sentEmail, status: 'rejected', ...reject('CONCURRENT_WRITE', 'Another write took this address at the same moment; retry the row.') };
+      }
+      return {
+        counts: countOutcomes(results),
+        cohorts_created: 0,
+        invitations_sent: 0,
+        dropped_fields: droppedFields(raw, STUDENT_FIELDS),
+        results,
+      };
     });
-    for (const row of losers) {
-      results[row.index] = { email: row.sentEmail, status: 'rejected', ...reject('CONCURRENT_WRITE', 'Another write took this address at the same moment; retry the row.') };
-    }
-    return {
-      counts: countOutcomes(results),
-      cohorts_created: 0,
-      invitations_sent: 0,
-      dropped_fields: droppedFields(raw, STUDENT_FIELDS),
-      results,
-    };
   }));
 }
 

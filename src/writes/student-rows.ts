@@ -3,7 +3,7 @@
  * checks run in), the fields read off the student's write shape.
  */
 import { emailKey } from '../domain/email-register.ts';
-import { hasControlCharacter } from '../resources/text.ts';
+import { hasControlCharacter, isStorableText } from '../resources/text.ts';
 import { STUDENT_SHAPE, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type WriteMode, reject } from './batch.ts';
 import { asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem } from './field-checks.ts';
@@ -93,6 +93,47 @@ function studentRow(row: Row, index: number, sentEmail: string): StudentRow {
     phone: row.phone as string | null | undefined,
     graduationDate: row.graduation_date as string | null | undefined,
   };
+}
+
+/** The addresses, numbers and cohort names a batch's state is read by (src/writes/student-store.ts), each once. */
+export interface StudentKeys {
+  readonly emails: readonly string[];
+  readonly externalIds: readonly string[];
+  readonly cohortNames: readonly string[];
+}
+
+export function studentKeys(rows: readonly Pick<StudentRow, 'email' | 'externalId' | 'cohortName'>[]): StudentKeys {
+  const emails = new Set<string>();
+  const externalIds = new Set<string>();
+  const cohortNames = new Set<string>();
+  for (const row of rows) {
+    emails.add(row.email);
+    if (row.externalId) externalIds.add(row.externalId);
+    if (row.cohortName) cohortNames.add(row.cohortName);
+  }
+  return { emails: [...emails], externalIds: [...externalIds], cohortNames: [...cohortNames] };
+}
+
+/** A key as studentRow makes it, when the database can look it up. */
+const sentKey = (value: unknown) => {
+  const key = trimmed(value);
+  return key !== undefined && isStorableText(key) ? key : undefined;
+};
+
+/**
+ * The keys the rows send, made as studentRow makes a valid row's, whether the row is valid or
+ * not (but for text the database refuses, which no valid row holds): they include the keys of
+ * every row that passes validation, so a batch's state can be read while its rows are validated
+ * (writeStudents).
+ */
+export function sentStudentKeys(raw: readonly unknown[]): StudentKeys {
+  const keys: Pick<StudentRow, 'email' | 'externalId' | 'cohortName'>[] = [];
+  for (const sent of raw) {
+    const row = asObject(sent);
+    if (row === null || typeof row.email !== 'string' || !isStorableText(row.email)) continue;
+    keys.push({ email: emailKey(row.email), externalId: sentKey(row.external_id), cohortName: sentKey(row.cohort_name) });
+  }
+  return studentKeys(keys);
 }
 
 const rejectedRow = (code: StudentRowCode, message: string, sentEmail: string | null): ValidatedStudentRow => ({ rejected: reject(code, message), sentEmail });

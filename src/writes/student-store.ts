@@ -10,7 +10,7 @@ import { claimAddresses as claimInRegister, sha256Hex } from '../domain/email-re
 import type { ChangeSeq } from '../db/locks.ts';
 import { cohortCountStamp } from '../domain/change-stamps.ts';
 import { alumniHistoryStatement } from '../domain/student-events.ts';
-import type { StudentRow } from './student-rows.ts';
+import { type StudentKeys, type StudentRow, studentKeys } from './student-rows.ts';
 import { type CohortRef, type EmailOwner, CHANGEABLE_STUDENT_FIELDS, type StudentBatchState, type StudentDecision, type StudentField, type StudentRecord } from './student-rules.ts';
 
 interface StudentRecordRow {
@@ -61,11 +61,14 @@ function indexStudents(students: readonly StudentRecordRow[]): Pick<StudentBatch
   return { byEmail, byExternalId };
 }
 
-export async function loadStudentState(tx: Queryable, universityId: string, rows: readonly StudentRow[]): Promise<StudentBatchState> {
-  const emails = [...new Set(rows.map((r) => r.email))];
-  const externalIds = [...new Set(rows.flatMap((r) => (r.externalId ? [r.externalId] : [])))];
-  const cohortNames = arrayLiteral([...new Set(rows.flatMap((r) => (r.cohortName ? [r.cohortName] : [])))]);
+/** The students and cohorts a batch names (readStudents): its state before the other owners of its unmatched keys are asked. */
+export interface NamedStudents {
+  readonly students: readonly StudentRecordRow[];
+  readonly cohorts: readonly { id: string; name: string; end_date: string }[];
+}
 
+/** The students a batch names, by address and by number, and the cohorts it names, in one pipeline. */
+export async function readStudents(tx: Queryable, universityId: string, keys: StudentKeys): Promise<NamedStudents> {
   // The students a batch names, by each way of matching, and the cohorts it names, in one
   // pipeline. Each branch is an index scan of the university's unique keys for the whole array
   // (`= any`), a plan that needs no statistics; a student named by address and by number comes
@@ -78,10 +81,23 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
   // student against an unhashed array or probed the wrong index on never-analysed tables: 20–300 ms.
   const [students, cohorts] = await Promise.all([tx.query<StudentRecordRow>(
     STUDENT_STATE_READ,
-    [universityId, arrayLiteral(emails), arrayLiteral(externalIds)],
+    [universityId, arrayLiteral(keys.emails), arrayLiteral(keys.externalIds)],
   ), tx.query<{ id: string; name: string; end_date: string }>(
     'select id, name, end_date::text from cohorts where university_id = $1 and name = any($2::text[]) order by id',
-    [universityId, cohortNames])]);
+    [universityId, arrayLiteral(keys.cohortNames)])]);
+  return { students, cohorts };
+}
+
+/**
+ * The state of `rows`: the students and cohorts they name (`named`, read by keys that include
+ * theirs; by their own keys when not given), then who else holds their addresses and numbers not
+ * found at the university.
+ */
+export async function loadStudentState(
+  tx: Queryable, universityId: string, rows: readonly StudentRow[], named?: Promise<NamedStudents>,
+): Promise<StudentBatchState> {
+  const keys = studentKeys(rows);
+  const { students, cohorts } = await (named ?? readStudents(tx, universityId, keys));
   // One walk of the driver's rows, whose array (an Array subclass) maps 4× slower than a plain one.
   const matchedEmails = new Set<string>();
   const matchedExternalIds = new Set<string>();
@@ -89,8 +105,8 @@ export async function loadStudentState(tx: Queryable, universityId: string, rows
     matchedEmails.add(s.secondary_email ?? s.email);
     if (s.external_id) matchedExternalIds.add(s.external_id);
   }
-  const unmatchedExternalIds = externalIds.filter((x) => !matchedExternalIds.has(x));
-  const unmatchedEmails = emails.filter((e) => !matchedEmails.has(e));
+  const unmatchedExternalIds = keys.externalIds.filter((x) => !matchedExternalIds.has(x));
+  const unmatchedEmails = keys.emails.filter((e) => !matchedEmails.has(e));
   // Only addresses and numbers not found at the university can belong to anyone else (none, on
   // a replay); the two lookups travel in one pipeline.
   const emailsByHash = new Map(unmatchedEmails.map((e) => [sha256Hex(e), e]));
