@@ -109,11 +109,21 @@ if (storeBackends().includes('postgres')) {
       assert.deepEqual(after.visible, [UNIVERSITIES[1]]);
     });
 
-    test('when its one session is busy, a read of the same scope is sent behind the read in flight instead of waiting for it, one at most', async () => {
-      // A wait for a free session far shorter than the read in flight: only a read that shares the session is served.
+    /**
+     * `check` on a store of one reader session whose wait for a free one (50 ms) is far shorter
+     * than a read in flight: only a read that shares the session is served.
+     */
+    const onSharingStore = async (check: (sharingDb: Database, sharing: Store) => Promise<void>) => {
       const sharing = openPostgresStore(testStore.url!, 1, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 50 });
       try {
-        const sharingDb = new Database(sharing, 5_000);
+        await check(new Database(sharing, 5_000), sharing);
+      } finally {
+        await sharing.close();
+      }
+    };
+
+    test('when its one session is busy, a read of the same scope is sent behind the read in flight instead of waiting for it, one at most', async () => {
+      await onSharingStore(async (sharingDb, sharing) => {
         await readAs(sharingDb, ONE, 'select 1', []);
         const slow = readAs<{ pid: number }>(sharingDb, ONE, 'select pg_backend_pid() as pid from pg_sleep(0.4)', []);
         // The slow read holds the session and is on its way before the others are sent.
@@ -126,9 +136,7 @@ if (storeBackends().includes('postgres')) {
         await Promise.all([assert.rejects(third, { code: 'POOL_TIMEOUT' }), assert.rejects(otherScope, { code: 'POOL_TIMEOUT' })]);
         const [[first], [second]] = await Promise.all([slow, behind]);
         assert.deepEqual({ ...second }, { pid: first.pid, visible: [UNIVERSITIES[0]] });
-      } finally {
-        await sharing.close();
-      }
+      });
     });
 
     test('a shared session goes back to the pool only once the read sharing it has its answer: the next owner finds nothing in flight', async () => {
@@ -166,10 +174,7 @@ if (storeBackends().includes('postgres')) {
     });
 
     test('a session holds its new scope once the change is confirmed: a read of that scope shares it while the statement sent with the change still runs', async () => {
-      // A wait for a free session far shorter than the read in flight: only a read that shares the session is served.
-      const sharing = openPostgresStore(testStore.url!, 1, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 50 });
-      try {
-        const sharingDb = new Database(sharing, 5_000);
+      await onSharingStore(async (sharingDb) => {
         await readAs(sharingDb, ONE, 'select 1', []);
         // The one session changes to OTHER, and reads slowly once the change is answered.
         const slow = readAs<{ pid: number }>(sharingDb, OTHER, 'select pg_backend_pid() as pid from pg_sleep(0.4)', []);
@@ -177,9 +182,7 @@ if (storeBackends().includes('postgres')) {
         const behind = readAs<{ pid: number; visible: string[] }>(sharingDb, OTHER, `select pg_backend_pid() as pid, ${VISIBLE}`, []);
         const [[first], [second]] = await Promise.all([slow, behind]);
         assert.deepEqual({ ...second }, { pid: first.pid, visible: [UNIVERSITIES[1]] });
-      } finally {
-        await sharing.close();
-      }
+      });
     });
 
     test('the role is the session\'s own: RESET ROLE and RESET ALL keep it, and an empty scope sees nothing', async () => {

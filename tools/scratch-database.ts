@@ -73,7 +73,10 @@ export async function createScratchDatabase(serverUrl: string, { name = `pds_tes
       if (coordinator) await sql`select citus_set_coordinator_host(${coordinator.nodename}, ${coordinator.nodeport})`;
       for (const worker of workers) await sql`select citus_add_node(${worker.nodename}, ${worker.nodeport})`;
     });
-    if (shardCount !== undefined) await admin.unsafe(`alter database ${name} set citus.shard_count = ${Number(shardCount)}`);
+    if (shardCount !== undefined) {
+      if (!Number.isInteger(shardCount) || shardCount < 1) throw new Error(`A shard count is a whole number above 0, not ${shardCount}.`);
+      await admin.unsafe(`alter database ${name} set citus.shard_count = ${shardCount}`);
+    }
   }
   return {
     url: urlOf(serverUrl, name),

@@ -140,9 +140,10 @@ export class StoreUnavailableError extends Error {
 
 /**
  * Resolves once the statements sent so far are written to the server's connection, so that work
- * needing none of their answers runs while the server answers them. postgres.js writes a
+ * needing none of their answers runs while the server answers them. postgres.js (3.4) writes a
  * statement in a microtask after it is sent, and buffers small ones until the next turn of the
- * event loop (setImmediate): the second turn comes after that write.
+ * event loop (setImmediate): the second turn comes after that write. On PGlite it is two turns
+ * of the event loop, in which PGlite runs what it was sent.
  */
 export async function statementsWritten(): Promise<void> {
   await setImmediate();

@@ -2,7 +2,8 @@
  * The character rules and the named lengths every stored string obeys; which field takes which
  * length is its write shape's (src/resources/write-shapes.ts). PostgreSQL refuses a NUL in
  * text (22021) and an index key over 2,704 bytes (54000); either fails the whole statement, so
- * both are kept out by validation, row by row. Lengths count characters (code points), as
+ * both are kept out by validation, row by row, and a key looked up before its row is validated
+ * is left out when it holds a NUL (src/writes/student-rows.ts, sentStudentKeys). Lengths count characters (code points), as
  * JSON Schema's maxLength does; 200 characters are at most 800 bytes of UTF-8.
  */
 
@@ -26,8 +27,8 @@ export const NAME_PATTERN = `^(?=.*\\S)${NO_CONTROL_CHARACTERS_PATTERN.slice(1)}
 
 export const hasControlCharacter = (value: string) => CONTROL_CHARACTER.test(value);
 
-/** Whether PostgreSQL takes the string as text at all: a NUL fails the whole statement (22021). */
-export const isStorableText = (value: string) => !value.includes('\u0000');
+/** Whether the string holds a NUL, which PostgreSQL refuses in text: the whole statement fails (22021). */
+export const hasNul = (value: string) => value.includes('\u0000');
 
 const characterCount = (value: string) => {
   let count = 0;

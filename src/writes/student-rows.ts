@@ -3,7 +3,7 @@
  * checks run in), the fields read off the student's write shape.
  */
 import { emailKey } from '../domain/email-register.ts';
-import { hasControlCharacter, isStorableText } from '../resources/text.ts';
+import { hasControlCharacter, hasNul } from '../resources/text.ts';
 import { STUDENT_SHAPE, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type WriteMode, reject } from './batch.ts';
 import { asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem } from './field-checks.ts';
@@ -102,6 +102,7 @@ export interface StudentKeys {
   readonly cohortNames: readonly string[];
 }
 
+/** The keys of `rows`, each once. */
 export function studentKeys(rows: readonly Pick<StudentRow, 'email' | 'externalId' | 'cohortName'>[]): StudentKeys {
   const emails = new Set<string>();
   const externalIds = new Set<string>();
@@ -117,7 +118,7 @@ export function studentKeys(rows: readonly Pick<StudentRow, 'email' | 'externalI
 /** A key as studentRow makes it, when the database can look it up. */
 const sentKey = (value: unknown) => {
   const key = trimmed(value);
-  return key !== undefined && isStorableText(key) ? key : undefined;
+  return key !== undefined && !hasNul(key) ? key : undefined;
 };
 
 /**
@@ -130,7 +131,7 @@ export function sentStudentKeys(raw: readonly unknown[]): StudentKeys {
   const keys: Pick<StudentRow, 'email' | 'externalId' | 'cohortName'>[] = [];
   for (const sent of raw) {
     const row = asObject(sent);
-    if (row === null || typeof row.email !== 'string' || !isStorableText(row.email)) continue;
+    if (row === null || typeof row.email !== 'string' || hasNul(row.email)) continue;
     keys.push({ email: emailKey(row.email), externalId: sentKey(row.external_id), cohortName: sentKey(row.cohort_name) });
   }
   return studentKeys(keys);

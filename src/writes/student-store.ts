@@ -61,14 +61,22 @@ function indexStudents(students: readonly StudentRecordRow[]): Pick<StudentBatch
   return { byEmail, byExternalId };
 }
 
-/** The students and cohorts a batch names (readStudents): its state before the other owners of its unmatched keys are asked. */
-export interface NamedStudents {
-  readonly students: readonly StudentRecordRow[];
-  readonly cohorts: readonly { id: string; name: string; end_date: string }[];
+interface CohortRow {
+  id: string;
+  name: string;
+  end_date: string;
 }
 
-/** The students a batch names, by address and by number, and the cohorts it names, in one pipeline. */
-export async function readStudents(tx: Queryable, universityId: string, keys: StudentKeys): Promise<NamedStudents> {
+/** The students and cohorts a batch's keys name (readNamedState): its state before the other holders of its unmatched keys are asked. */
+export interface NamedState {
+  readonly students: readonly StudentRecordRow[];
+  readonly cohorts: readonly CohortRow[];
+}
+
+/** The students `keys` name, by address and by number, and the cohorts they name, in one pipeline. */
+export async function readNamedState(tx: Queryable, universityId: string, keys: StudentKeys): Promise<NamedState> {
+  // Every row with a key has an address: a batch without one (none valid, say) names nothing.
+  if (keys.emails.length === 0) return { students: [], cohorts: [] };
   // The students a batch names, by each way of matching, and the cohorts it names, in one
   // pipeline. Each branch is an index scan of the university's unique keys for the whole array
   // (`= any`), a plan that needs no statistics; a student named by address and by number comes
@@ -82,22 +90,22 @@ export async function readStudents(tx: Queryable, universityId: string, keys: St
   const [students, cohorts] = await Promise.all([tx.query<StudentRecordRow>(
     STUDENT_STATE_READ,
     [universityId, arrayLiteral(keys.emails), arrayLiteral(keys.externalIds)],
-  ), tx.query<{ id: string; name: string; end_date: string }>(
+  ), tx.query<CohortRow>(
     'select id, name, end_date::text from cohorts where university_id = $1 and name = any($2::text[]) order by id',
     [universityId, arrayLiteral(keys.cohortNames)])]);
   return { students, cohorts };
 }
 
 /**
- * The state of `rows`: the students and cohorts they name (`named`, read by keys that include
- * theirs; by their own keys when not given), then who else holds their addresses and numbers not
- * found at the university.
+ * The state of `rows`: the students and cohorts they name (`named`, read already by keys that
+ * include theirs; read by their own keys when not given), then who else holds their addresses
+ * and numbers not found at the university.
  */
 export async function loadStudentState(
-  tx: Queryable, universityId: string, rows: readonly StudentRow[], named?: Promise<NamedStudents>,
+  tx: Queryable, universityId: string, rows: readonly StudentRow[], named?: Promise<NamedState>,
 ): Promise<StudentBatchState> {
   const keys = studentKeys(rows);
-  const { students, cohorts } = await (named ?? readStudents(tx, universityId, keys));
+  const { students, cohorts } = await (named ?? readNamedState(tx, universityId, keys));
   // One walk of the driver's rows, whose array (an Array subclass) maps 4× slower than a plain one.
   const matchedEmails = new Set<string>();
   const matchedExternalIds = new Set<string>();

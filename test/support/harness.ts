@@ -36,7 +36,7 @@ const SERVER_URLS: Readonly<Record<Exclude<Backend, 'pglite'>, string | undefine
 /**
  * The shards of each tenant table in a Citus harness: two on each of the test cluster's workers.
  * Distributing 18 tables takes one step per shard on one connection per node: 4.0 s at 4 shards
- * against 10.5 s at the cluster's 32, most of a Citus harness's start (12–14 s at 32).
+ * against 10.5 s at the cluster's 32, most of a Citus harness's start (12–13.6 s at 32, 5.6–6.8 s at 4).
  */
 const TEST_SHARD_COUNT = 4;
 
