@@ -102,8 +102,11 @@ export interface StudentKeys {
   readonly cohortNames: readonly string[];
 }
 
+/** What of a row its state is read by. */
+type RowKeys = Pick<StudentRow, 'email' | 'externalId' | 'cohortName'>;
+
 /** The keys of `rows`, each once. */
-export function studentKeys(rows: readonly Pick<StudentRow, 'email' | 'externalId' | 'cohortName'>[]): StudentKeys {
+export function studentKeys(rows: readonly RowKeys[]): StudentKeys {
   const emails = new Set<string>();
   const externalIds = new Set<string>();
   const cohortNames = new Set<string>();
@@ -128,7 +131,7 @@ const sentKey = (value: unknown) => {
  * (writeStudents).
  */
 export function sentStudentKeys(raw: readonly unknown[]): StudentKeys {
-  const keys: Pick<StudentRow, 'email' | 'externalId' | 'cohortName'>[] = [];
+  const keys: RowKeys[] = [];
   for (const sent of raw) {
     const row = asObject(sent);
     if (row === null || typeof row.email !== 'string' || hasNul(row.email)) continue;
