@@ -12,7 +12,6 @@ import { WRITING_METHODS } from './methods.ts';
 /** The one schema the partner API exposes. */
 export const EXPOSED_SCHEMA = 'public';
 
-
 function checkProfile(request: FastifyRequest): void {
   // The methods that write name their schema in Content-Profile; every other in Accept-Profile.
   const header = request.headers[WRITING_METHODS.has(request.method) ? 'content-profile' : 'accept-profile'];

@@ -3,8 +3,9 @@
  * length is its write shape's (src/resources/write-shapes.ts). PostgreSQL refuses a NUL in
  * text (22021) and an index key over 2,704 bytes (54000); either fails the whole statement, so
  * both are kept out by validation, row by row, and a key looked up before its row is validated
- * is left out when it holds a NUL (src/writes/student-rows.ts, sentStudentKeys). Lengths count characters (code points), as
- * JSON Schema's maxLength does; 200 characters are at most 800 bytes of UTF-8.
+ * is left out when it holds a NUL (src/writes/student-rows.ts, sentStudentKeys). Lengths count
+ * characters (code points), as JSON Schema's maxLength does; 200 characters are at most 800
+ * bytes of UTF-8.
  */
 
 /** RFC 5321's limit on an address in a mail path. */

@@ -32,26 +32,19 @@ export const ERROR_SCHEMA: JsonSchema = {
   },
 };
 
-/**
- * Headers added where the error is raised, beyond the catalogue's own. Every answer to a valid
- * partner token carries the rate limit that counted it (src/http/app.ts), a 401 the failed
- * authentications' (src/http/auth.ts); the readiness probe's 503 and the edge's refusals
- * (a path segment too long for the router among them) come before any count.
- */
+/** Headers added where the error is raised, beyond the catalogue's own and the rate limit's. */
 const RAISED_ERROR_HEADERS: Readonly<Partial<Record<number, readonly HeaderName[]>>> = {
-  400: RATE_LIMIT_HEADER_NAMES,
-  401: RATE_LIMIT_HEADER_NAMES,
-  403: RATE_LIMIT_HEADER_NAMES,
-  404: RATE_LIMIT_HEADER_NAMES,
-  406: RATE_LIMIT_HEADER_NAMES,
-  409: RATE_LIMIT_HEADER_NAMES,
-  413: RATE_LIMIT_HEADER_NAMES,
-  414: RATE_LIMIT_HEADER_NAMES,
-  415: RATE_LIMIT_HEADER_NAMES,
-  416: ['Content-Range', ...RATE_LIMIT_HEADER_NAMES], // src/http/read-response.ts
-  422: RATE_LIMIT_HEADER_NAMES,
-  429: ['Retry-After', ...RATE_LIMIT_HEADER_NAMES],
+  416: ['Content-Range'], // src/http/read-response.ts
+  429: ['Retry-After'],
 };
+
+/**
+ * The statuses whose answers carry the headers of a rate limit. Every answer to a valid partner
+ * token carries the limit that counted it (src/http/app.ts), a 401 the failed authentications'
+ * (src/http/auth.ts); the readiness probe's 503 and the edge's refusals (a path segment too long
+ * for the router among them) come before any count.
+ */
+const COUNTED_STATUSES: ReadonlySet<number> = new Set([400, 401, 403, 404, 406, 409, 413, 414, 415, 416, 422, 429]);
 
 const headerNamed = new Map(Object.keys(HEADERS).map((name) => [name.toLowerCase(), name as HeaderName]));
 
@@ -73,7 +66,9 @@ export function errorResponse(status: number): OpenAPIV3_1.ResponseObject {
   const sqlstates = passedThroughSqlstates.some((code) => passThroughStatus(code) === status);
   if (codes.length === 0 && !sqlstates) throw new Error(`No error code answers with status ${status}.`);
   const passedOn = sqlstates ? ['A PostgreSQL SQLSTATE (listed in `Error.code`): a value or operator of the request the column\'s type refuses.'] : [];
-  const headers = [...new Set([...catalogueHeaders(status), ...RAISED_ERROR_HEADERS[status] ?? []])];
+  const headers = [...new Set([
+    ...catalogueHeaders(status), ...RAISED_ERROR_HEADERS[status] ?? [], ...(COUNTED_STATUSES.has(status) ? RATE_LIMIT_HEADER_NAMES : []),
+  ])];
   return {
     description: [`${STATUS_CODES[status]}.`, ...codes, ...passedOn].join('\n\n'),
     ...(headers.length > 0 ? { headers: headerRefs(headers) } : {}),
