@@ -23,6 +23,10 @@ describe('textProblem', () => {
     ['DEL', 'a\u007fb', 200, /control characters/],
     ['a C1 control', 'a\u0085b', 200, /control characters/],
     ['accents and non-Latin scripts', 'Zoë Ångström 李', 200, null],
+    ['an unpaired high surrogate', 'a\ud800b', 200, /unpaired surrogate/],
+    ['an unpaired low surrogate at the end', 'ab\udfff', 200, /unpaired surrogate/],
+    ['a surrogate pair reversed', 'a\ude00\ud83d', 200, /unpaired surrogate/],
+    ['a control character and an unpaired surrogate', 'a\u0000\ud800', 200, /control characters/],
   ];
   for (const [name, value, max, expected] of cases) {
     test(`${name} → ${expected ?? 'accepted'}`, () => {
@@ -41,6 +45,8 @@ describe('validateStudentRow: hostile strings', () => {
     ['a NUL in cohort_name', { ...base, cohort_name: NUL }, 'put', 'INVALID_FIELD', /^cohort_name /],
     ['a NUL in external_id', { ...base, external_id: NUL }, 'put', 'INVALID_FIELD', /^external_id /],
     ['a NUL in the email', { ...base, email: 'a\u0000b@u.edu' }, 'put', 'INVALID_EMAIL', null],
+    ['an unpaired surrogate in the email', { ...base, email: 'a\ud800@u.edu' }, 'put', 'INVALID_EMAIL', null],
+    ['an unpaired surrogate in external_id', { ...base, external_id: 'E\udfff' }, 'put', 'INVALID_FIELD', /^external_id .*unpaired surrogate/],
     ['a NUL in the phone', { email: 'a@u.edu', phone: '+44\u00007700' }, 'patch', 'INVALID_PHONE', null],
     ['a line break in last_name on PATCH', { email: 'a@u.edu', last_name: 'L\nM' }, 'patch', 'INVALID_FIELD', /^last_name .*control/],
     ['an external_id of 3,200 characters', { ...base, external_id: 'x'.repeat(3200) }, 'put', 'INVALID_FIELD', /^external_id must be at most 100 /],
@@ -66,6 +72,7 @@ describe('validateCohortRow: hostile strings', () => {
   const cases: [string, Record<string, unknown>, string | null, RegExp | null][] = [
     ['a NUL in the name', { ...base, name: NUL }, 'INVALID_NAME', null],
     ['a C1 control in the name', { ...base, name: 'a\u0085b' }, 'INVALID_NAME', null],
+    ['an unpaired surrogate in the name', { ...base, name: 'sur\ud800c' }, 'INVALID_NAME', null],
     ['a NUL in display_name', { ...base, display_name: NUL }, 'INVALID_FIELD', /^display_name /],
     ['a NUL in program', { ...base, program: NUL }, 'INVALID_FIELD', /^program /],
     ['a line break in degree', { ...base, degree: 'B\nSc' }, 'INVALID_FIELD', /^degree /],

@@ -76,6 +76,33 @@ for (const backend of backends()) {
       });
     });
 
+    describe('an unpaired surrogate, which UTF-8 cannot store, rejects its own row, so a replay answers as the first call', () => {
+      // JSON carries a lone `\ud800`; stored, it became U+FFFD, and the row no longer matched what it wrote.
+      test('student rows: INVALID_EMAIL or INVALID_FIELD naming the field, on the first PUT and on its replay; the valid row is written once', async () => {
+        const rows = [student({ email: `lone.${++serial}\ud800@bayview.example.edu` }), student({ external_id: 'E\udfff' }), student({ first_name: 'A\ud800' }), student()];
+        for (const expected of [['INVALID_EMAIL', 'INVALID_FIELD', 'INVALID_FIELD', 'created'], ['INVALID_EMAIL', 'INVALID_FIELD', 'INVALID_FIELD', 'unchanged']]) {
+          const res = await send('PUT', 'students', rows);
+          assert.equal(res.status, 200, res.body);
+          assert.deepEqual(res.json.results.map((r: any) => r.code ?? r.status), expected);
+          assert.match(res.json.results[1].message, /^external_id .*unpaired surrogate/);
+          assert.match(res.json.results[2].message, /^first_name .*unpaired surrogate/);
+        }
+        // Nothing stored of the three rows, U+FFFD in place of the surrogate or not.
+        assert.equal(await count('first_name = $1 or external_id = $2 or email like $3', ['A\ufffd', 'E\ufffd', 'lone.%']), 0);
+      });
+
+      test('cohort rows: a name holding one is INVALID_NAME on every PUT and POST, and no cohort of that name is created', async () => {
+        for (const method of ['PUT', 'PUT', 'POST'] as const) {
+          const res = await send(method, 'cohorts', [{ ...COHORT, name: 'sur\ud800c' }, { ...COHORT, name: 'sur-ok', display_name: 'D\udc00' }]);
+          assert.equal(res.status, 200, res.body);
+          assert.deepEqual(res.json.results.map((r: any) => r.code), ['INVALID_NAME', 'INVALID_FIELD']);
+          assert.match(res.json.results[1].message, /^display_name .*unpaired surrogate/);
+        }
+        const [{ n }] = await h.sql<{ n: number }>(`select count(*)::int as n from cohorts where university_id = $1 and name like 'sur%'`, [university]);
+        assert.equal(n, 0);
+      });
+    });
+
     describe('a deadlocked apply attempt is a lost race, never a failed batch', () => {
       // A trigger stands in for the other transaction: it fails the insert with 40P01, as the
       // deadlock detector does, the first `times` times.
@@ -161,6 +188,14 @@ for (const backend of backends()) {
         expectError(await h.admin('POST', '/resume-templates', { university_id: university, name: 'Line\nbreak' }), 400, 'INVALID_BODY', /name/);
         expectError(await h.admin('POST', '/cohorts', { university_id: university, ...COHORT, resume_template_names: ['a\u0000b'] }), 400, 'INVALID_BODY', /resume_template_names/);
         expectError(await h.admin('POST', '/tokens', { university_id: university, label: 'a\u0000b' }), 400, 'INVALID_BODY', /label/);
+      });
+
+      test('an unpaired surrogate is 400 on every create; a surrogate pair (an emoji) is text like any other', async () => {
+        expectError(await h.admin('POST', '/universities', { name: 'Lone \ud800 University' }), 400, 'INVALID_BODY', /name/);
+        expectError(await h.admin('POST', '/campuses', { university_id: university, name: 'Main', city: 'Ci\udfffty' }), 400, 'INVALID_BODY', /city/);
+        const paired = await h.admin('POST', '/resume-templates', { university_id: university, name: 'Classic \ud83d\ude00' });
+        assert.equal(paired.status, 201, paired.body);
+        assert.equal(paired.json.name, 'Classic 😀');
       });
 
       test('a token that would expire in the past is 400; one in the future is issued', async () => {

@@ -4,13 +4,13 @@
  * (src/http/openapi/components.ts), and the operator API's cohort body, which Fastify validates.
  */
 import { type TUnsafe, Type } from 'typebox';
-import { NAME_PATTERN, NO_CONTROL_CHARACTERS_PATTERN } from '../resources/text.ts';
+import { NAME_PATTERN, SINGLE_LINE_TEXT_PATTERN } from '../resources/text.ts';
 import { COHORT_SHAPE, type CreateValues, type FieldKind, type WriteField, type WriteShape } from '../resources/write-shapes.ts';
 import type { WriteMode } from '../writes/batch.ts';
 import { createFieldsRequired } from '../writes/field-checks.ts';
 import { type JsonSchema, withNull } from './schemas.ts';
 
-const singleLine = (field: WriteField): JsonSchema => ({ type: 'string', maxLength: field.maxLength, pattern: NO_CONTROL_CHARACTERS_PATTERN });
+const singleLine = (field: WriteField): JsonSchema => ({ type: 'string', maxLength: field.maxLength, pattern: SINGLE_LINE_TEXT_PATTERN });
 
 const KIND_SCHEMAS: Record<FieldKind, (field: WriteField) => JsonSchema> = {
   // A required text field is never blank, as the row rules say.

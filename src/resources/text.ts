@@ -6,6 +6,9 @@
  * is left out when it holds a NUL (src/writes/student-rows.ts, sentStudentKeys). Lengths count
  * characters (code points), as JSON Schema's maxLength does; 200 characters are at most 800
  * bytes of UTF-8.
+ * An unpaired surrogate (JSON's `"\ud800"`) is refused as well: UTF-8 cannot carry one, so the
+ * driver stores U+FFFD in its place, and a name or key matched as sent would not match what was
+ * stored (a PUT of cohort `"a\ud800"` created a new cohort of that name on every replay).
  */
 
 /** RFC 5321's limit on an address in a mail path. */
@@ -19,14 +22,21 @@ export const MAX_PHONE_LENGTH = 16;
 
 /** Unicode control characters (C0, DEL and C1): none belongs in a single-line field. */
 const CONTROL_CHARACTER = /\p{Cc}/u;
+/** What no single-line field takes: a control character, or a surrogate that is not half of a pair (`u` reads a pair as one code point). */
+const REFUSED_CHARACTER = /[\p{Cc}\p{Cs}]/u;
 
-/** The same rule as a JSON Schema pattern, for request schemas. */
-export const NO_CONTROL_CHARACTERS_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
+/**
+ * The same rule as a JSON Schema pattern, for request schemas. JSON Schema 2020-12 (OpenAPI
+ * 3.1's dialect) builds patterns with the `u` flag, as Ajv does, so the surrogate range matches
+ * only an unpaired one.
+ */
+export const SINGLE_LINE_TEXT_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f\\ud800-\\udfff]*$';
 
 /** A name: single-line text with something besides spaces (a lookahead before the same rule). */
-export const NAME_PATTERN = `^(?=.*\\S)${NO_CONTROL_CHARACTERS_PATTERN.slice(1)}`;
+export const NAME_PATTERN = `^(?=.*\\S)${SINGLE_LINE_TEXT_PATTERN.slice(1)}`;
 
-export const hasControlCharacter = (value: string) => CONTROL_CHARACTER.test(value);
+/** Whether the string holds a character no single-line field takes (see REFUSED_CHARACTER). */
+export const hasRefusedCharacter = (value: string) => REFUSED_CHARACTER.test(value);
 
 /** Whether the string holds a NUL, which PostgreSQL refuses in text: the whole statement fails (22021). */
 export const hasNul = (value: string) => value.includes('\u0000');
@@ -39,7 +49,10 @@ const characterCount = (value: string) => {
 
 /** Why `value` is not acceptable single-line text of at most `maxLength` characters, or null. */
 export function textProblem(field: string, value: string, maxLength: number): string | null {
-  if (hasControlCharacter(value)) return `${field} must not contain control characters (such as NUL, tab or line breaks).`;
+  if (hasRefusedCharacter(value)) {
+    return CONTROL_CHARACTER.test(value) ? `${field} must not contain control characters (such as NUL, tab or line breaks).`
+      : `${field} must be Unicode text: it holds an unpaired surrogate (a lone \\ud800-\\udfff escape).`;
+  }
   if (value.length > maxLength && characterCount(value) > maxLength) return `${field} must be at most ${maxLength} characters.`;
   return null;
 }

@@ -5,8 +5,8 @@
 import type { WritableResource } from '../resources/write-shapes.ts';
 
 export const STUDENT_ROW_CODES = {
-  INVALID_EMAIL: 'email is absent, not an address, over 254 characters or with control characters.',
-  INVALID_FIELD: 'A field has the wrong type, a bad date, a blank external_id, or a string too long or with control characters; the message names the field.',
+  INVALID_EMAIL: 'email is absent, not an address, over 254 characters, or with control characters or unpaired surrogates.',
+  INVALID_FIELD: 'A field has the wrong type, a bad date, a blank external_id, or a string too long or with control characters or unpaired surrogates; the message names the field.',
   MISSING_NAME: 'first_name or last_name is absent on create, null, or blank.',
   INVALID_PHONE: 'phone is not in E.164 form (a leading + and the country code).',
   MISSING_COHORT: 'cohort_name is absent on create, null, or blank.',
@@ -25,8 +25,8 @@ export const STUDENT_ROW_CODES = {
 } as const;
 
 export const COHORT_ROW_CODES = {
-  INVALID_NAME: 'name is absent, empty, blank, over 200 characters, or with control characters.',
-  INVALID_FIELD: 'A field has the wrong type, a bad date or year, a value outside its enumeration, null on a required field, or a string too long or with control characters.',
+  INVALID_NAME: 'name is absent, empty, blank, over 200 characters, or with control characters or unpaired surrogates.',
+  INVALID_FIELD: 'A field has the wrong type, a bad date or year, a value outside its enumeration, null on a required field, or a string too long or with control characters or unpaired surrogates.',
   MISSING_FIELD: 'A field required to create a cohort is absent (POST, and PUT of a name no cohort has).',
   INVALID_DATE_RANGE: 'end_date is not after start_date, as sent or once merged with the stored cohort.',
   NAME_AMBIGUOUS: 'Several cohorts of the university share that name.',

@@ -3,7 +3,7 @@
  * checks run in), the fields read off the student's write shape.
  */
 import { emailKey } from '../domain/email-register.ts';
-import { hasControlCharacter, hasNul } from '../resources/text.ts';
+import { hasRefusedCharacter, hasNul } from '../resources/text.ts';
 import { STUDENT_SHAPE, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type WriteMode, reject } from './batch.ts';
 import { asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem } from './field-checks.ts';
@@ -146,7 +146,7 @@ export function validateStudentRow(raw: unknown, index: number, mode: WriteMode)
   const row = asObject(raw);
   if (row === null) return rejectedRow('INVALID_FIELD', 'Each row must be a JSON object.', null);
   const sentEmail = typeof row.email === 'string' ? row.email : null;
-  if (sentEmail === null || sentEmail.trim().length > STUDENT_SHAPE.fields.email.maxLength || !EMAIL.test(sentEmail.trim()) || hasControlCharacter(sentEmail)) {
+  if (sentEmail === null || sentEmail.trim().length > STUDENT_SHAPE.fields.email.maxLength || !EMAIL.test(sentEmail.trim()) || hasRefusedCharacter(sentEmail)) {
     return rejectedRow('INVALID_EMAIL', row.email === undefined ? 'email is required.' : 'email is not a valid address.', sentEmail);
   }
   const creating = createFieldsRequired(STUDENT_SHAPE, mode);

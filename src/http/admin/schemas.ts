@@ -3,10 +3,10 @@
  * and params types (@fastify/type-provider-typebox); those partner routes share are src/http/schemas.ts's.
  */
 import { type Static, type TObject, type TProperties, Type } from 'typebox';
-import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH, NAME_PATTERN, NO_CONTROL_CHARACTERS_PATTERN } from '../../resources/text.ts';
+import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH, NAME_PATTERN, SINGLE_LINE_TEXT_PATTERN } from '../../resources/text.ts';
 import { nullable, uuid } from '../schemas.ts';
 
-const singleLineLimits = { maxLength: MAX_NAME_LENGTH, pattern: NO_CONTROL_CHARACTERS_PATTERN };
+const singleLineLimits = { maxLength: MAX_NAME_LENGTH, pattern: SINGLE_LINE_TEXT_PATTERN };
 
 export const name = Type.String({ maxLength: MAX_NAME_LENGTH, pattern: NAME_PATTERN });
 export const optionalText = Type.Optional(nullable(Type.String(singleLineLimits)));
