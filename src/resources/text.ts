@@ -22,7 +22,10 @@ export const MAX_PHONE_LENGTH = 16;
 
 /** Unicode control characters (C0, DEL and C1): none belongs in a single-line field. */
 const CONTROL_CHARACTER = /\p{Cc}/u;
-/** What no single-line field takes: a control character, or a surrogate that is not half of a pair (`u` reads a pair as one code point). */
+/**
+ * What no single-line field takes: a control character, or a surrogate that is not half of a
+ * pair (`u` reads a pair as one code point).
+ */
 const REFUSED_CHARACTER = /[\p{Cc}\p{Cs}]/u;
 
 /**

@@ -69,7 +69,8 @@ export function validateCohortRow(raw: unknown, index: number, mode: WriteMode):
   const fail = (code: CohortRowCode, message: string): ValidatedCohortRow => ({ rejected: reject(code, message), name });
   const maxName = COHORT_SHAPE.fields.name.maxLength;
   if (name === null || isBlank(name) || textProblem('name', name, maxName) !== null) {
-    return fail('INVALID_NAME', `name is required: 1 to ${maxName} characters, not blank, without control characters or unpaired surrogates.`);
+    return fail('INVALID_NAME',
+      `name is required: 1 to ${maxName} characters, not blank, without control characters or unpaired surrogates.`);
   }
   const problem = fieldProblem(row);
   if (problem) return fail('INVALID_FIELD', problem);

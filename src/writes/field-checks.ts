@@ -58,8 +58,9 @@ function textFields(shape: WriteShape): readonly (readonly [string, number])[] {
 }
 
 /**
- * The first string of the row, in field order, that is too long or holds a control
- * character; a list's entries are named `field[i]`.
+ * The first string of the row, in field order, that is too long or holds a character no
+ * single-line field takes (a control character, an unpaired surrogate); a list's entries are
+ * named `field[i]`.
  */
 export function firstTextProblem(shape: WriteShape, row: Readonly<Record<string, unknown>>): string | null {
   for (const [name, maxLength] of textFields(shape)) {

@@ -3,7 +3,7 @@
  * checks run in), the fields read off the student's write shape.
  */
 import { emailKey } from '../domain/email-register.ts';
-import { hasRefusedCharacter, hasNul } from '../resources/text.ts';
+import { hasNul, hasRefusedCharacter } from '../resources/text.ts';
 import { STUDENT_SHAPE, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type WriteMode, reject } from './batch.ts';
 import { asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem } from './field-checks.ts';
