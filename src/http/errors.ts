@@ -30,6 +30,10 @@ function fastifyErrorToApiError(error: FastifyError, request: FastifyRequest): A
       return apiError('PAYLOAD_TOO_LARGE');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return apiError('INVALID_BODY', 'The request body does not match its Content-Length.');
+    // A Content-Type Fastify cannot parse at all (`application/json,text/plain`, `;`) names no
+    // JSON type: 415 like any other, not a 400 whose message says "Unsupported Media Type".
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return apiError('UNSUPPORTED_MEDIA_TYPE');
   }
   return null;
 }

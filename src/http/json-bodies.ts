@@ -51,12 +51,29 @@ function nestedDeeperThan(node: unknown, limit: number): boolean {
 /** A JSON body of nothing but whitespace is no body. */
 const isEmpty = (text: string) => !/\S/.test(text);
 
+/**
+ * JSON exchanged between systems is UTF-8 (RFC 8259, section 8.1; a charset parameter has no
+ * effect). Bytes that are not UTF-8 are refused: decoded leniently, each became U+FFFD and was
+ * stored so, as a Latin-1 `é` in an address was, and two different bodies read as one. A byte
+ * order mark is kept, and so refused by JSON.parse as before.
+ */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+export function decodeJsonBody(bytes: Uint8Array): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw apiError('INVALID_BODY', 'The request body is not valid UTF-8, the one encoding of JSON between systems (RFC 8259).');
+  }
+}
+
 export const jsonBodies = fp(async (app: FastifyInstance) => {
   app.removeAllContentTypeParsers();
   // A route that needs a body refuses no body in its own words.
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, text, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, bytes, done) => {
     try {
-      done(null, isEmpty(text as string) ? undefined : parseJsonBody(text as string));
+      const text = decodeJsonBody(bytes as Buffer);
+      done(null, isEmpty(text) ? undefined : parseJsonBody(text));
     } catch (error) {
       done(error as Error, undefined);
     }
