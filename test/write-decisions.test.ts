@@ -119,6 +119,11 @@ describe('validateStudentRow', () => {
     ['is_alumni null on create', { email: 'a@u.edu', first_name: 'A', last_name: 'L', cohort_name: 'x', is_alumni: null }, 'post', 'MISSING_IS_ALUMNI'],
     ['is_alumni null on PATCH', { email: 'a@u.edu', is_alumni: null }, 'patch', 'INVALID_FIELD'],
     ['an impossible date', { email: 'a@u.edu', graduation_date: '2023-02-29' }, 'patch', 'INVALID_FIELD'],
+    // Date.UTC read the years 0–99 as 1900–1999, and refused these.
+    ['a date in year 1', { email: 'a@u.edu', graduation_date: '0001-01-01' }, 'patch', null],
+    ['a date in year 99, a leap year', { email: 'a@u.edu', graduation_date: '0096-02-29' }, 'patch', null],
+    ['year 0, which PostgreSQL has not', { email: 'a@u.edu', graduation_date: '0000-06-30' }, 'patch', 'INVALID_FIELD'],
+    ['the last day of year 9999', { email: 'a@u.edu', graduation_date: '9999-12-31' }, 'patch', null],
     ['a date in another form', { email: 'a@u.edu', graduation_date: '06/30/2023' }, 'patch', 'INVALID_FIELD'],
     ['a blank external_id', { email: 'a@u.edu', external_id: ' ' }, 'patch', 'INVALID_FIELD'],
     ['a row that is not an object', [] as unknown as Record<string, unknown>, 'patch', 'INVALID_FIELD'],

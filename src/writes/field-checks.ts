@@ -9,13 +9,19 @@ import type { WriteMode } from './batch.ts';
 
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
-/** A real calendar date in `YYYY-MM-DD` form. */
+/**
+ * A real calendar date in `YYYY-MM-DD` form, from year 1 (PostgreSQL's dates have no year 0).
+ * Set with setUTCFullYear, not Date.UTC, which reads the years 0–99 as 1900–1999 and so refused
+ * `0050-01-01`.
+ */
 function isIsoDate(value: unknown): value is string {
   if (typeof value !== 'string') return false;
   const match = ISO_DATE.exec(value);
   if (!match) return false;
-  const date = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
-  return date.getUTCFullYear() === Number(match[1]) && date.getUTCMonth() === Number(match[2]) - 1 && date.getUTCDate() === Number(match[3]);
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  return year >= 1 && date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
 }
 
 export const isBlank = (value: string) => value.trim() === '';
