@@ -50,12 +50,15 @@ const characterCount = (value: string) => {
   return count;
 };
 
+/** Whether `value` holds more than `maxLength` characters (code points, as JSON Schema's maxLength counts). */
+export const longerThan = (value: string, maxLength: number) => value.length > maxLength && characterCount(value) > maxLength;
+
 /** Why `value` is not acceptable single-line text of at most `maxLength` characters, or null. */
 export function textProblem(field: string, value: string, maxLength: number): string | null {
   if (hasRefusedCharacter(value)) {
     return CONTROL_CHARACTER.test(value) ? `${field} must not contain control characters (such as NUL, tab or line breaks).`
       : `${field} must be Unicode text: it holds an unpaired surrogate (a lone \\ud800-\\udfff escape).`;
   }
-  if (value.length > maxLength && characterCount(value) > maxLength) return `${field} must be at most ${maxLength} characters.`;
+  if (longerThan(value, maxLength)) return `${field} must be at most ${maxLength} characters.`;
   return null;
 }

@@ -5,7 +5,7 @@
 import type { WritableResource } from '../resources/write-shapes.ts';
 
 export const STUDENT_ROW_CODES = {
-  INVALID_EMAIL: 'email is absent, not an address, over 254 characters, or with control characters or unpaired surrogates.',
+  INVALID_EMAIL: 'email is absent, not an address, over 254 characters once lower-cased, or with control characters or unpaired surrogates.',
   INVALID_FIELD: 'A field has the wrong type, a bad date, a blank external_id, or a string too long or with control characters or unpaired surrogates; the message names the field.',
   MISSING_NAME: 'first_name or last_name is absent on create, null, or blank.',
   INVALID_PHONE: 'phone is not in E.164 form (a leading + and the country code).',

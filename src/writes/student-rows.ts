@@ -3,7 +3,7 @@
  * checks run in), the fields read off the student's write shape.
  */
 import { emailKey } from '../domain/email-register.ts';
-import { hasNul, hasRefusedCharacter } from '../resources/text.ts';
+import { hasNul, hasRefusedCharacter, longerThan } from '../resources/text.ts';
 import { STUDENT_SHAPE, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type WriteMode, reject } from './batch.ts';
 import { asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem } from './field-checks.ts';
@@ -80,11 +80,11 @@ function requiredProblem(row: Row, creating: boolean): Problem {
 
 const trimmed = (value: unknown) => (typeof value === 'string' ? value.trim() : undefined);
 
-function studentRow(row: Row, index: number, sentEmail: string): StudentRow {
+function studentRow(row: Row, index: number, sentEmail: string, email: string): StudentRow {
   return {
     index,
     sentEmail,
-    email: emailKey(sentEmail),
+    email,
     firstName: trimmed(row.first_name),
     lastName: trimmed(row.last_name),
     cohortName: trimmed(row.cohort_name),
@@ -146,7 +146,11 @@ export function validateStudentRow(raw: unknown, index: number, mode: WriteMode)
   const row = asObject(raw);
   if (row === null) return rejectedRow('INVALID_FIELD', 'Each row must be a JSON object.', null);
   const sentEmail = typeof row.email === 'string' ? row.email : null;
-  if (sentEmail === null || sentEmail.trim().length > STUDENT_SHAPE.fields.email.maxLength || !EMAIL.test(sentEmail.trim()) || hasRefusedCharacter(sentEmail)) {
+  // The length is the key's, as stored: `İ` lower-cases to two characters, and an address read
+  // back from the service must be one it takes as a key (240 of them were stored as 480).
+  const email = sentEmail === null ? null : emailKey(sentEmail);
+  if (sentEmail === null || email === null || longerThan(email, STUDENT_SHAPE.fields.email.maxLength) || !EMAIL.test(email)
+    || hasRefusedCharacter(sentEmail)) {
     return rejectedRow('INVALID_EMAIL', row.email === undefined ? 'email is required.' : 'email is not a valid address.', sentEmail);
   }
   const creating = createFieldsRequired(STUDENT_SHAPE, mode);
@@ -154,7 +158,7 @@ export function validateStudentRow(raw: unknown, index: number, mode: WriteMode)
   if (problem) return rejectedRow(problem.code, problem.message, sentEmail);
   const textProblem = firstTextProblem(STUDENT_SHAPE, row);
   if (textProblem) return rejectedRow('INVALID_FIELD', textProblem, sentEmail);
-  return { ok: studentRow(row, index, sentEmail) };
+  return { ok: studentRow(row, index, sentEmail, email) };
 }
 
 /**
