@@ -123,6 +123,26 @@ describe('answers below the routes have the documented error body', () => {
   });
 });
 
+describe('a body that stops arriving', () => {
+  let h: Harness;
+  let port: number;
+  before(async () => {
+    // The socket falls idle before the request timeout: the idle close came first, with no answer.
+    h = await Harness.start('pglite', { demoStudents: 3, settings: { headersTimeoutMs: 300, requestTimeoutMs: 900, idleTimeoutMs: 400 } });
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (h.app.server.address() as AddressInfo).port;
+  });
+  after(() => h.close());
+
+  test('is answered 408 at the request timeout, not closed in silence when its socket falls idle', async () => {
+    const token = h.demo!.universities[0].write_token;
+    const head = `PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`;
+    const response = await raw(port, [head, '{"students": '], 50);
+    assertErrorBody(response, 408, 'REQUEST_TIMEOUT');
+    assert.ok(response.closedAfterMs >= 900 && response.closedAfterMs < 3_000, `closed after ${response.closedAfterMs} ms`);
+  });
+});
+
 describe('failed authentication at the default limit', () => {
   let h: Harness;
   before(async () => {

@@ -90,15 +90,22 @@ export const edge = fp(async (app: FastifyInstance) => {
   // gets 503 (Fastify's own has another body shape); the first request of a connection accepted
   // before the close is served, however late it reaches the router.
   let closing = false;
-  const answeredSockets = new WeakSet<Socket>();
+  /** The last request of each socket that reached the router. */
+  const lastRequests = new WeakMap<Socket, IncomingMessage>();
   app.addHook('preClose', async () => {
     closing = true;
   });
+  // A socket idle for PDS_IDLE_TIMEOUT_MS is closed, but not while a request on it is still
+  // arriving: the request timeout ends that one with its 408 (checked every second). At the
+  // defaults both are 30 s, and a body that stopped part-way met the silent close first.
+  app.server.on('timeout', (socket: Socket) => {
+    if (lastRequests.get(socket)?.complete !== false) socket.destroy();
+  });
   app.addHook('onRequest', async (request) => {
-    if (closing && answeredSockets.has(request.raw.socket)) {
+    if (closing && lastRequests.has(request.raw.socket)) {
       throw apiError('SHUTTING_DOWN').withHeaders({ connection: 'close' });
     }
-    answeredSockets.add(request.raw.socket);
+    lastRequests.set(request.raw.socket, request.raw);
     // Node's own answer to a missing Host is an empty 400; this one has the documented body.
     if (request.raw.httpVersion === '1.1' && request.raw.headers.host === undefined) {
       throw apiError('BAD_REQUEST', 'host').withHeaders({ connection: 'close' });
