@@ -89,7 +89,7 @@ export const SETTINGS = {
   readyTimeoutMs: integer('PDS_READY_TIMEOUT_MS', 1_000, 'how long `/readyz` waits for the store'),
   requestTimeoutMs: integer('PDS_REQUEST_TIMEOUT_MS', 30_000, 'the whole request, headers and body, must arrive within this; else 408 and the socket closes'),
   headersTimeoutMs: integer('PDS_HEADERS_TIMEOUT_MS', 10_000, 'the request line and headers must arrive within this (at most the request timeout); else 408'),
-  idleTimeoutMs: integer('PDS_IDLE_TIMEOUT_MS', 30_000, 'a socket with no traffic either way for this long is closed; a request still arriving is ended by the request timeout instead, with 408'),
+  idleTimeoutMs: integer('PDS_IDLE_TIMEOUT_MS', 30_000, 'a socket with no traffic either way for this long is closed; one whose request body stopped arriving is answered 408 first'),
   keepAliveTimeoutMs: integer('PDS_KEEP_ALIVE_TIMEOUT_MS', 5_000, 'an idle keep-alive connection is closed after this; behind a load balancer, set it above the balancer\'s idle timeout'),
   maxConnections: integer('PDS_MAX_CONNECTIONS', 1_000, 'open client connections per instance; more are refused at accept'),
   corsOrigins: origins('PDS_CORS_ORIGINS', 'comma-separated exact origins a browser may call `/v1` from (CORS); unset: any origin'),

@@ -128,6 +128,10 @@ describe('bodies over HTTP', () => {
     const utf8 = await h.request({ method: 'POST', url: '/admin/v1/consortia', headers: { ...admin, 'content-type': 'application/json; charset=latin1' }, payload: Buffer.from('{"name": "Café"}') });
     assert.equal(utf8.status, 201, utf8.body);
     assert.equal(utf8.json.name, 'Café');
+    // A leading byte order mark is skipped, as RFC 8259 lets a parser do.
+    const bom = await h.request({ method: 'POST', url: '/admin/v1/consortia', headers: { ...admin, 'content-type': 'application/json' }, payload: Buffer.from('\ufeff{"name": "Bom"}') });
+    assert.equal(bom.status, 201, bom.body);
+    assert.equal(bom.json.name, 'Bom');
   });
 
   test('a batch row whose bytes are not UTF-8 sinks the whole batch with 400, before any row is written', async () => {

@@ -121,7 +121,9 @@ describe('validateStudentRow', () => {
     ['an impossible date', { email: 'a@u.edu', graduation_date: '2023-02-29' }, 'patch', 'INVALID_FIELD'],
     // Date.UTC read the years 0–99 as 1900–1999, and refused these.
     ['a date in year 1', { email: 'a@u.edu', graduation_date: '0001-01-01' }, 'patch', null],
-    ['a date in year 99, a leap year', { email: 'a@u.edu', graduation_date: '0096-02-29' }, 'patch', null],
+    ['a leap day in year 96', { email: 'a@u.edu', graduation_date: '0096-02-29' }, 'patch', null],
+    ['the last day of year 99', { email: 'a@u.edu', graduation_date: '0099-12-31' }, 'patch', null],
+    ['29 February of year 100, not a leap year', { email: 'a@u.edu', graduation_date: '0100-02-29' }, 'patch', 'INVALID_FIELD'],
     ['year 0, which PostgreSQL has not', { email: 'a@u.edu', graduation_date: '0000-06-30' }, 'patch', 'INVALID_FIELD'],
     ['the last day of year 9999', { email: 'a@u.edu', graduation_date: '9999-12-31' }, 'patch', null],
     ['a date in another form', { email: 'a@u.edu', graduation_date: '06/30/2023' }, 'patch', 'INVALID_FIELD'],

@@ -5,7 +5,7 @@
  * carries the documented body `{ code, message, details, hint }` (docs/decisions.md, Errors).
  */
 import { randomUUID } from 'node:crypto';
-import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import { type IncomingMessage, STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -90,22 +90,26 @@ export const edge = fp(async (app: FastifyInstance) => {
   // gets 503 (Fastify's own has another body shape); the first request of a connection accepted
   // before the close is served, however late it reaches the router.
   let closing = false;
-  /** The last request of each socket that reached the router. */
-  const lastRequests = new WeakMap<Socket, IncomingMessage>();
+  /** The last request of each socket that reached the router, and its response. */
+  const lastExchanges = new WeakMap<Socket, { request: IncomingMessage; response: ServerResponse }>();
   app.addHook('preClose', async () => {
     closing = true;
   });
-  // A socket idle for PDS_IDLE_TIMEOUT_MS is closed, but not while a request on it is still
-  // arriving: the request timeout ends that one with its 408 (checked every second). At the
-  // defaults both are 30 s, and a body that stopped part-way met the silent close first.
+  // A socket idle for PDS_IDLE_TIMEOUT_MS (or, between requests, the keep-alive timeout) is
+  // closed; one whose request's body stopped arriving, unanswered yet, is answered 408 first, as
+  // the request timeout answers a body that trickles. At the defaults both are 30 s, and the
+  // silent close came first. With this listener Node closes none itself.
   app.server.on('timeout', (socket: Socket) => {
-    if (lastRequests.get(socket)?.complete !== false) socket.destroy();
+    const last = lastExchanges.get(socket);
+    const bodyStalled = last !== undefined && !last.request.complete && !last.response.headersSent && socket.writable;
+    if (bodyStalled) writeRaw(socket, apiError('REQUEST_TIMEOUT'));
+    else socket.destroy();
   });
-  app.addHook('onRequest', async (request) => {
-    if (closing && lastRequests.has(request.raw.socket)) {
+  app.addHook('onRequest', async (request, reply) => {
+    if (closing && lastExchanges.has(request.raw.socket)) {
       throw apiError('SHUTTING_DOWN').withHeaders({ connection: 'close' });
     }
-    lastRequests.set(request.raw.socket, request.raw);
+    lastExchanges.set(request.raw.socket, { request: request.raw, response: reply.raw });
     // Node's own answer to a missing Host is an empty 400; this one has the documented body.
     if (request.raw.httpVersion === '1.1' && request.raw.headers.host === undefined) {
       throw apiError('BAD_REQUEST', 'host').withHeaders({ connection: 'close' });

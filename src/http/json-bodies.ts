@@ -54,12 +54,12 @@ const isEmpty = (text: string) => !/\S/.test(text);
 /**
  * JSON exchanged between systems is UTF-8 (RFC 8259, section 8.1; a charset parameter has no
  * effect). Bytes that are not UTF-8 are refused: decoded leniently, each became U+FFFD and was
- * stored so, as a Latin-1 `é` in an address was, and two different bodies read as one. A byte
- * order mark is kept, and so refused by JSON.parse as before.
+ * stored so, as a Latin-1 `é` in an address was, and two different bodies read as one. A leading
+ * byte order mark is skipped, as RFC 8259 lets a parser do (and as secure-json-parse did).
  */
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-export function decodeJsonBody(bytes: Uint8Array): string {
+function decodeJsonBody(bytes: Uint8Array): string {
   try {
     return utf8.decode(bytes);
   } catch {
