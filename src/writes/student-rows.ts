@@ -145,13 +145,15 @@ const rejectedRow = (code: StudentRowCode, message: string, sentEmail: string | 
 export function validateStudentRow(raw: unknown, index: number, mode: WriteMode): ValidatedStudentRow {
   const row = asObject(raw);
   if (row === null) return rejectedRow('INVALID_FIELD', 'Each row must be a JSON object.', null);
-  const sentEmail = typeof row.email === 'string' ? row.email : null;
+  if (typeof row.email !== 'string') {
+    return rejectedRow('INVALID_EMAIL', row.email === undefined ? 'email is required.' : 'email is not a valid address.', null);
+  }
+  const sentEmail = row.email;
   // The length is the key's, as stored: `İ` lower-cases to two characters, and an address read
   // back from the service must be one it takes as a key (240 of them were stored as 480).
-  const email = sentEmail === null ? null : emailKey(sentEmail);
-  if (sentEmail === null || email === null || longerThan(email, STUDENT_SHAPE.fields.email.maxLength) || !EMAIL.test(email)
-    || hasRefusedCharacter(sentEmail)) {
-    return rejectedRow('INVALID_EMAIL', row.email === undefined ? 'email is required.' : 'email is not a valid address.', sentEmail);
+  const email = emailKey(sentEmail);
+  if (longerThan(email, STUDENT_SHAPE.fields.email.maxLength) || !EMAIL.test(email) || hasRefusedCharacter(sentEmail)) {
+    return rejectedRow('INVALID_EMAIL', 'email is not a valid address.', sentEmail);
   }
   const creating = createFieldsRequired(STUDENT_SHAPE, mode);
   const problem = kindsProblem(row, creating) ?? requiredProblem(row, creating);
