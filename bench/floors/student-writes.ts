@@ -35,12 +35,13 @@ export interface BenchStudent {
   phone?: string;
 }
 
+/** What of the state read (STUDENT_STATE_READ) the floors use, under its names. */
 interface FoundStudent {
   id: string;
   email: string;
-  cohort_id: string | null;
-  is_alumni: boolean;
-  graduation_date: string | null;
+  cohortId: string | null;
+  isAlumni: boolean;
+  graduationDate: string | null;
 }
 
 
@@ -110,7 +111,8 @@ async function moveStudents(tx: Queryable, universityId: string, rows: readonly 
   const cohortByEmail = new Map(rows.map((r) => [r.email, cohortByName.get(r.cohort_name)!]));
   const moves = students.map((s) => {
     const cohort = cohortByEmail.get(s.email)!;
-    return { ...s, cohortId: cohort.id, isAlumni: s.graduation_date === null ? cohort.end_date < today() : s.graduation_date < today() };
+    return { id: s.id, previousCohortId: s.cohortId, wasAlumni: s.isAlumni, cohortId: cohort.id,
+      isAlumni: s.graduationDate === null ? cohort.end_date < today() : s.graduationDate < today() };
   });
   type Move = (typeof moves)[number];
   const updates = valuesList<Move>([
@@ -118,7 +120,7 @@ async function moveStudents(tx: Queryable, universityId: string, rows: readonly 
     { name: 'cohort_id', type: 'uuid', value: (m) => m.cohortId },
     { name: 'is_alumni', type: 'boolean', value: (m) => m.isAlumni },
   ], moves, 3);
-  const changed = moves.filter((m) => m.isAlumni !== m.is_alumni);
+  const changed = moves.filter((m) => m.isAlumni !== m.wasAlumni);
   const history = valuesList<Move>([
     { name: 'student_id', type: 'uuid', value: (m) => m.id },
     { name: 'is_alumni', type: 'boolean', value: (m) => m.isAlumni },
@@ -128,7 +130,7 @@ async function moveStudents(tx: Queryable, universityId: string, rows: readonly 
       from (values ${updates.rows}) as u(${updates.columns}) where s.id = u.id and s.university_id = $1`, [universityId, changeSeq, ...updates.params]),
     // The cohorts the students left and joined show a new student count in the change feed.
     tx.query('update cohorts set change_seq = $2::bigint where university_id = $1 and id = any($3::uuid[])',
-      [universityId, changeSeq, arrayLiteral([...new Set(moves.flatMap((m) => [m.cohortId, m.cohort_id]).filter((id): id is string => id !== null))])]),
+      [universityId, changeSeq, arrayLiteral([...new Set(moves.flatMap((m) => [m.cohortId, m.previousCohortId]).filter((id): id is string => id !== null))])]),
     changed.length === 0 ? [] : tx.query(`insert into alumni_flag_history (university_id, reason, ${history.columns}) values ${history.rows}`, [universityId, ...history.params]),
   ]);
   return moves.length;
