@@ -1,5 +1,5 @@
 /**
- * The hand-written floors of the read benchmark (issue 13): what a capable engineer would write
+ * The hand-written floors of the read benchmark (README, Measured): what a capable engineer would write
  * by hand to serve the same page, node:http and postgres.js with nothing else, run as a process of
  * its own like the service and loaded by the same HTTP client. bench/read-page.ts starts it with
  * the pages to serve (READ_FLOOR_PAGES: the service's own statement for each, and the settings of

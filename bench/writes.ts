@@ -33,7 +33,7 @@ export const WRITE_LABELS: Readonly<Record<WriteKind, string>> = {
   patch: `PATCH, ${ROWS} cohort moves`,
 };
 
-/** What issue 13 asks of each batch: at most this many times its floor. */
+/** The aim for each batch (README, Measured): at most this many times its floor. */
 const TARGET_RATIO: Readonly<Record<WriteKind, number>> = { put: 1.25, replay: 1.25, patch: 1.5 };
 
 /** Median milliseconds per 500-row batch of each kind, through the service and through its floor. */

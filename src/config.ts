@@ -2,7 +2,7 @@
  * Every setting, read once from the environment: its variable, its default and what it means, in
  * one table. The README's configuration table is generated from it (tools/docs.ts).
  */
-import { DEFAULT_STATEMENT_TIMEOUT_MS, DEFAULT_STORE_TIMEOUTS, STATEMENT_TIMEOUT_GRACE_MS } from './db/store.ts';
+import { DEFAULT_MAX_CONNECTIONS, DEFAULT_STATEMENT_TIMEOUT_MS, DEFAULT_STORE_TIMEOUTS, STATEMENT_TIMEOUT_GRACE_MS } from './db/store.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
 /** The settings read so far, by name. */
@@ -78,7 +78,7 @@ export const SETTINGS = {
   statementTimeoutMs: integer('PDS_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 'statement time, enforced by PostgreSQL (503 `QUERY_TIMEOUT`); PGlite cannot interrupt a query'),
   plannedCounts: onOff('PDS_PLANNED_COUNTS', true, '`off`: `Prefer: count=planned`/`estimated` answer exact counts (never planner statistics)'),
   embeddedWaitMs: integer('PDS_EMBEDDED_WAIT_MS', 5_000, 'PGlite only: how long a request waits for the one session before 503 `DATABASE_BUSY`'),
-  dbMaxConnections: integer('PDS_DB_MAX_CONNECTIONS', 10, 'PostgreSQL connections per instance in each of its two pools: partner reads (reader sessions), everything else'),
+  dbMaxConnections: integer('PDS_DB_MAX_CONNECTIONS', DEFAULT_MAX_CONNECTIONS, 'PostgreSQL connections per instance in each of its two pools: partner reads (reader sessions), everything else'),
   readerSessions: onOff('PDS_READER_SESSIONS', true, '`off`: partner reads set role and scope per transaction like every other statement, for a pooler that shares server sessions between clients (PgBouncer in transaction mode); `on` needs sessions of the service\'s own (docs/scaling.md)'),
   citusReadNodes: onOff('PDS_CITUS_READ_NODES', true, 'Citus only: a partner read goes to the node holding its universities\' shards (its address from `pg_dist_node`, user, password and database from `DATABASE_URL`); `off`: every statement goes through the coordinator (docs/scaling.md)'),
   dbConnectTimeoutMs: integer('PDS_DB_CONNECT_TIMEOUT_MS', DEFAULT_STORE_TIMEOUTS.connectTimeoutMs, 'TCP connect, then startup and authentication, each within this'),

@@ -14,6 +14,7 @@ import { type DemoUniversity, issueDemoStartTokens } from './domain/demo.ts';
 import { migrate } from './db/migrate.ts';
 import { openStore } from './db/store.ts';
 import { buildApp } from './http/app.ts';
+import { OPENAPI_PATH, OPERATOR_PREFIX, PARTNER_PREFIX } from './http/prefixes.ts';
 
 function refuseToStart(message: string): never {
   process.stderr.write(`${message}\n`);
@@ -88,7 +89,7 @@ const baseUrl = `http://${config.host}:${config.port}`;
 const banner = [
   '',
   `Partner data service on ${baseUrl} (${config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`})`,
-  `OpenAPI: ${baseUrl}/v1/openapi.json`,
+  `OpenAPI: ${baseUrl}${PARTNER_PREFIX}${OPENAPI_PATH}`,
 ];
 if (demo) {
   banner.push(
@@ -96,10 +97,10 @@ if (demo) {
     `  read token:  ${demo.read_token}`,
     `  write token: ${demo.write_token}`,
     'Try:',
-    `  curl -H "Authorization: Bearer ${demo.read_token}" "${baseUrl}/v1/students?select=id,email,first_name,last_name&order=last_name&limit=5"`,
+    `  curl -H "Authorization: Bearer ${demo.read_token}" "${baseUrl}${PARTNER_PREFIX}/students?select=id,email,first_name,last_name&order=last_name&limit=5"`,
   );
 }
-if (!config.adminKey) banner.push('The operator API (/admin/v1) is off; set PDS_ADMIN_KEY to enable it.');
+if (!config.adminKey) banner.push(`The operator API (${OPERATOR_PREFIX}) is off; set PDS_ADMIN_KEY to enable it.`);
 process.stderr.write(`${banner.join('\n')}\n\n`);
 
 let closing = false;

@@ -1,5 +1,5 @@
 /**
- * The hand-written floors of the write benchmark (issue 13): what a capable engineer would write
+ * The hand-written floors of the write benchmark (README, Measured): what a capable engineer would write
  * by hand for the service's three student batches, served by node:http and loaded by the same
  * HTTP client as the service. Each runs on the same driver (the store's own postgres.js sessions
  * or PGlite), in one transaction under the same role and scope, with the same set-based

@@ -1,6 +1,13 @@
 import { type DatabaseError, type Queryable, isDatabaseError, pipelined } from './store.ts';
 
 /**
+ * The failures that mean a transaction lost a race with another and would succeed if run again:
+ * a serialization failure (40001) and a deadlock (40P01). A batch decides such rows again
+ * (src/writes/batches.ts); any other request answers 409 CONCURRENT_WRITE (src/http/sqlstates.ts).
+ */
+export const LOST_RACE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01']);
+
+/**
  * Runs `fn` inside a savepoint. A failure whose SQLSTATE is in `undoable` rolls back `fn`'s
  * own statements only (a failed statement otherwise aborts the whole transaction) and is
  * returned; any other failure is thrown. The savepoint travels in one pipeline with `fn`'s first

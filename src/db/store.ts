@@ -1,7 +1,7 @@
 /**
  * The one database adapter. Two backends share it: a PostgreSQL server through postgres.js,
- * and embedded PGlite. Callers see only `query`, `exec` and `transaction`; all SQL is plain
- * text with `$n` parameters, so the same statements run on both.
+ * and embedded PGlite. Callers see only the `Store` and `Queryable` interfaces below; all SQL is
+ * plain text with `$n` parameters, so the same statements run on both.
  */
 import { setImmediate } from 'node:timers/promises';
 
@@ -218,11 +218,14 @@ export function beginMessages(options: TransactionOptions): string[] {
   return options.settings ? [begin, options.settings] : [begin];
 }
 
+/** A PostgreSQL server's connections per instance in each of its two pools, unless PDS_DB_MAX_CONNECTIONS says otherwise. */
+export const DEFAULT_MAX_CONNECTIONS = 10;
+
 /** Opens the backend the settings name: a server when a URL is given, else PGlite in `dataDir`. */
 export async function openStore(settings: { databaseUrl?: string; dataDir?: string; maxConnections?: number; timeouts?: StoreTimeouts; readerSessions?: boolean; citusReadNodes?: boolean; embeddedWaitMs: number }): Promise<Store> {
   if (settings.databaseUrl) {
     const { openPostgresStore } = await import('./postgres-store.ts');
-    return openPostgresStore(settings.databaseUrl, settings.maxConnections ?? 10, settings.timeouts, { readerSessions: settings.readerSessions, citusReadNodes: settings.citusReadNodes });
+    return openPostgresStore(settings.databaseUrl, settings.maxConnections ?? DEFAULT_MAX_CONNECTIONS, settings.timeouts, { readerSessions: settings.readerSessions, citusReadNodes: settings.citusReadNodes });
   }
   const { openPgliteStore } = await import('./pglite-store.ts');
   return openPgliteStore({ dataDir: settings.dataDir, waitMs: settings.embeddedWaitMs });

@@ -35,8 +35,9 @@ export type KeyClaim =
   | { readonly kind: 'claimed'; readonly claimId: string }
   | { readonly kind: 'replay'; readonly answer: StoredAnswer };
 
-/** Printable ASCII, space included. */
-const KEY_PATTERN = new RegExp(`^[\\x20-\\x7e]{1,${LIMITS.idempotencyKeyChars}}$`);
+/** What a key's characters may be: printable ASCII, space included (a regular expression's class, also the OpenAPI description's). */
+export const IDEMPOTENCY_KEY_CHARACTER = '[\\x20-\\x7E]';
+const KEY_PATTERN = new RegExp(`^${IDEMPOTENCY_KEY_CHARACTER}{1,${LIMITS.idempotencyKeyChars}}$`);
 
 /** The Idempotency-Key header's key, null when absent; 400 INVALID_IDEMPOTENCY_KEY when malformed. */
 export function idempotencyKeyOf(header: string | string[] | undefined): string | null {

@@ -23,7 +23,7 @@ import { meRoute } from './me.ts';
 import { WRITING_METHODS, methodFallback, methodRouting } from './methods.ts';
 import { metrics, metricsEndpoint } from './metrics.ts';
 import { openApi, openApiDocument } from './openapi/document.ts';
-import { OPERATOR_PREFIX, PARTNER_PREFIX } from './prefixes.ts';
+import { OPENAPI_PATH, OPERATOR_PREFIX, PARTNER_PREFIX } from './prefixes.ts';
 import { type RateLimitHooks, rateLimits } from './rate-limits.ts';
 import { referencePage } from './reference-page.ts';
 import { invalidResourcePath, registerReadRoutes, unknownFunction, unknownResource } from './read-routes.ts';
@@ -103,7 +103,7 @@ export async function buildApp(appSettings: AppSettings, db: Database): Promise<
   await app.register(methodRouting);
   await app.register(openApi);
   await app.register(health, { db, readyTimeoutMs: settings.readyTimeoutMs });
-  await app.register(referencePage, { descriptionUrl: `${PARTNER_PREFIX}/openapi.json` });
+  await app.register(referencePage, { descriptionUrl: `${PARTNER_PREFIX}${OPENAPI_PATH}` });
   const { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl } = settings;
   await app.register(rateLimits, { readLimitPerMin, writeLimitPerMin, authFailureLimitPerMin, redisUrl });
   await app.register(metricsEndpoint, { metricsKey: settings.metricsKey, authFailures: app.rateLimits.authFailures });

@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
 import { type Feed, parseChangesRequest, readChanges } from '../query/changes.ts';
-import { requireJsonAccept } from '../query/media-types.ts';
+import { JSON_CONTENT_TYPE, requireJsonAccept } from '../query/media-types.ts';
 import { FEED_RESOURCES, resourcesByName } from '../resources/registry.ts';
 
 export const CHANGES_PATH = 'changes';
@@ -22,7 +22,7 @@ function feedHandler(db: Database, feed: Feed) {
     requireJsonAccept(request.headers.accept);
     const changes = parseChangesRequest(feed, request.query as Record<string, unknown>);
     const body = await readChanges(db, request.principal, changes);
-    return reply.type('application/json; charset=utf-8').send(request.method === 'HEAD' ? undefined : body);
+    return reply.type(JSON_CONTENT_TYPE).send(request.method === 'HEAD' ? undefined : body);
   };
 }
 

@@ -14,10 +14,11 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { PARTNER_PREFIX } from './prefixes.ts';
 import { RATE_LIMIT_HEADERS } from './rate-limits.ts';
+import { RESPONSE_HEADERS } from './response-headers.ts';
 
 /** The response headers a browser's script may read, beyond the safelisted Content-Type. */
 const CORS_EXPOSED_HEADERS = [
-  'Content-Range', 'Preference-Applied', 'Allow', 'Retry-After', 'X-Request-Id', 'Idempotent-Replayed', ...Object.values(RATE_LIMIT_HEADERS),
+  ...Object.values(RESPONSE_HEADERS), 'Allow', 'Retry-After', ...Object.values(RATE_LIMIT_HEADERS),
 ];
 
 /**

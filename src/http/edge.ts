@@ -10,9 +10,12 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { type ApiError, apiError } from '../errors.ts';
+import { JSON_CONTENT_TYPE } from '../query/media-types.ts';
 import { notesOf } from './request-notes.ts';
+import { RESPONSE_HEADERS } from './response-headers.ts';
 
-/** The request line and headers together; over it, 431 HEADERS_TOO_LARGE. */
+/** Node's name of the request header the id may come in (its names are lower case). */
+const REQUEST_ID_HEADER = RESPONSE_HEADERS.requestId.toLowerCase();
 
 /** An incoming X-Request-Id is kept only when it is a short token safe in headers and logs. */
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -21,7 +24,7 @@ const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 const CLIENT_ERROR_LINGER_MS = 1_000;
 
 export function requestIdOf(request: IncomingMessage): string {
-  const incoming = request.headers['x-request-id'];
+  const incoming = request.headers[REQUEST_ID_HEADER];
   return typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
 
@@ -42,7 +45,7 @@ function parserErrorToApiError(error: NodeJS.ErrnoException): ApiError {
 function writeRaw(socket: Socket, answer: ApiError): void {
   const body = JSON.stringify(answer.toBody());
   socket.end(`HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n`
-    + 'Content-Type: application/json; charset=utf-8\r\n'
+    + `Content-Type: ${JSON_CONTENT_TYPE}\r\n`
     + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   // Closing at once with unread input would reset the connection and lose the answer.
   setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
@@ -69,8 +72,8 @@ function answerFrameworkError(error: FastifyError, request: FastifyRequest, repl
   notesOf(request).errorCode = answer.code;
   // No hook runs for an answer given before routing: it reports itself to the access log and the metrics.
   reply.raw.once('finish', () => request.server.answered(request, reply));
-  reply.code(answer.status).header('connection', 'close').header('x-request-id', request.id)
-    .type('application/json; charset=utf-8').send(answer.toBody());
+  reply.code(answer.status).header('connection', 'close').header(RESPONSE_HEADERS.requestId, request.id)
+    .type(JSON_CONTENT_TYPE).send(answer.toBody());
 }
 
 /** The server options that answer below the routes; they can only be given to Fastify(). */
@@ -116,7 +119,7 @@ export const edge = fp(async (app: FastifyInstance) => {
     }
   });
   app.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', request.id);
+    reply.header(RESPONSE_HEADERS.requestId, request.id);
     // An answer given before the body was read (401, 413, 415…) ends the connection, so the
     // rest of the body is never read.
     if (request.raw.complete === false) reply.header('connection', 'close');

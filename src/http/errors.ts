@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError, apiError } from '../errors.ts';
+import { JSON_CONTENT_TYPE } from '../query/media-types.ts';
 import { notesOf } from './request-notes.ts';
 import { databaseErrorToApiError, storeErrorClass } from './sqlstates.ts';
 
@@ -63,13 +64,13 @@ export const errorHandling = fp(async (app: FastifyInstance) => {
     notes.storeErrorClass = storeErrorClass(error) ?? undefined;
     if (!answer) {
       request.log.error({ err: error }, 'unexpected error');
-      return reply.code(500).type('application/json; charset=utf-8').send(apiError('INTERNAL', request.id).toBody());
+      return reply.code(500).type(JSON_CONTENT_TYPE).send(apiError('INTERNAL', request.id).toBody());
     }
     if (answer.status >= 500) request.log.warn({ err: error }, answer.code);
-    return reply.code(answer.status).headers(answer.headers).type('application/json; charset=utf-8').send(answer.toBody());
+    return reply.code(answer.status).headers(answer.headers).type(JSON_CONTENT_TYPE).send(answer.toBody());
   });
   app.setNotFoundHandler((request, reply) => {
     notesOf(request).errorCode = 'NOT_FOUND';
-    reply.code(404).type('application/json; charset=utf-8').send(endpointNotFound(request).toBody());
+    reply.code(404).type(JSON_CONTENT_TYPE).send(endpointNotFound(request).toBody());
   });
 }, { name: 'error-handling' });

@@ -7,6 +7,7 @@ import type { Database } from '../db/database.ts';
 import { pendingMigrations } from '../db/migrate.ts';
 import { StoreUnavailableError } from '../db/store.ts';
 import { apiError } from '../errors.ts';
+import { HEALTH_PATHS } from './prefixes.ts';
 
 const TIMED_OUT = Symbol('timed out');
 
@@ -23,10 +24,10 @@ export async function health(app: FastifyInstance, options: { db: Database; read
 
   // Liveness: the process answers. It never touches the store, so a store outage does not get
   // healthy instances restarted.
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get(HEALTH_PATHS.live, async () => ({ status: 'ok' }));
 
   // Readiness: the store answers within the ready timeout and its schema is migrated.
-  app.get('/readyz', async () => {
+  app.get(HEALTH_PATHS.ready, async () => {
     const pending = await withinMs(readyTimeoutMs, pendingMigrations(db.store));
     if (pending === TIMED_OUT) throw new StoreUnavailableError('READY_TIMEOUT', `The data store did not answer within ${readyTimeoutMs} ms.`);
     if (pending.length > 0) {

@@ -7,6 +7,7 @@
 import { apiError } from '../errors.ts';
 import type { ReadResult } from '../query/execute.ts';
 import type { ReadPlan } from '../query/plan.ts';
+import { RESPONSE_HEADERS } from './response-headers.ts';
 
 export interface ReadResponseHead {
   readonly status: 200 | 206;
@@ -19,13 +20,13 @@ export function readResponseHead(plan: ReadPlan, result: Pick<ReadResult, 'rows'
   const totalPart = result.total === null ? '*' : String(result.total);
   if (result.total !== null && lower > result.total) {
     throw apiError('PGRST103', `An offset of ${lower} was requested, but there are only ${result.total} rows.`)
-      .withHeaders({ 'content-range': `*/${totalPart}` });
+      .withHeaders({ [RESPONSE_HEADERS.contentRange]: `*/${totalPart}` });
   }
   const headers: Record<string, string> = {
     'content-type': plan.contentType,
-    'content-range': `${rangePart}/${totalPart}`,
+    [RESPONSE_HEADERS.contentRange]: `${rangePart}/${totalPart}`,
   };
-  if (plan.preferenceApplied.length > 0) headers['preference-applied'] = plan.preferenceApplied.join(', ');
+  if (plan.preferenceApplied.length > 0) headers[RESPONSE_HEADERS.preferenceApplied] = plan.preferenceApplied.join(', ');
   const status = result.total !== null && result.rows < result.total ? 206 : 200;
   return { status, headers };
 }

@@ -8,6 +8,7 @@
 import {
   type DatabaseError, StoreBusyError, StoreUnavailableError, isDatabaseError, violatedConstraint,
 } from '../db/store.ts';
+import { LOST_RACE_SQLSTATES } from '../db/savepoint.ts';
 import { ApiError, apiError } from '../errors.ts';
 
 type Answer = (error: DatabaseError, body: unknown) => ApiError | null;
@@ -50,9 +51,8 @@ const SQLSTATE_ANSWERS: Readonly<Record<string, Answer>> = {
   '25006': unavailable, //   read-only transaction: a write reached a standby during a fail-over
   // The store cancelled a statement that ran past the statement timeout.
   '57014': () => apiError('QUERY_TIMEOUT'),
-  // The request raced another one; the same request will succeed when retried.
-  '40001': () => apiError('CONCURRENT_WRITE'),
-  '40P01': () => apiError('CONCURRENT_WRITE'),
+  // The request raced another one (serialization failure, deadlock); the same request will succeed when retried.
+  ...Object.fromEntries([...LOST_RACE_SQLSTATES].map((code) => [code, () => apiError('CONCURRENT_WRITE')])),
   // Integrity constraints a sent value broke.
   '23505': (error, body) => apiError('CONFLICT', ...violatedField(error, body)),
   '23503': (error, body) => apiError('INVALID_REFERENCE', ...violatedField(error, body)),

@@ -12,13 +12,14 @@ import {
   type KeyedRequest, PURGE_INTERVAL_MS, type StoredAnswer, claimKey, completeKey, idempotencyKeyOf, purgeExpiredKeys, releaseKey, requestHash,
 } from '../domain/idempotency-keys.ts';
 import { apiError } from '../errors.ts';
-import { requireJsonAccept } from '../query/media-types.ts';
+import { JSON_CONTENT_TYPE, requireJsonAccept } from '../query/media-types.ts';
 import { parseWritePreferences } from '../query/preferences.ts';
 import { WRITABLE_RESOURCES, type WritableResource } from '../resources/write-shapes.ts';
 import { type BatchAnswer, type WriteMode, batchRows } from '../writes/batch.ts';
 import { writeCohorts, writeStudents } from '../writes/batches.ts';
 import { requireWriteToken } from './auth.ts';
 import { noteBatch, notesOf } from './request-notes.ts';
+import { RESPONSE_HEADERS } from './response-headers.ts';
 
 const MODES: Record<'PUT' | 'POST' | 'PATCH', WriteMode> = { PUT: 'put', POST: 'post', PATCH: 'patch' };
 
@@ -38,13 +39,8 @@ const WRITERS: Record<WritableResource, typeof writeStudents | typeof writeCohor
   cohorts: writeCohorts,
 };
 
-const JSON_TYPE = 'application/json; charset=utf-8';
-
-/** The header that marks an answer as the stored answer of an earlier request with the same key, as Stripe's. */
-export const REPLAYED_HEADER = 'idempotent-replayed';
-
 const sendAnswer = (reply: FastifyReply, answer: StoredAnswer) =>
-  reply.code(answer.status).headers(answer.headers).type(JSON_TYPE).send(answer.body);
+  reply.code(answer.status).headers(answer.headers).type(JSON_CONTENT_TYPE).send(answer.body);
 
 export function registerWriteRoutes(app: FastifyInstance, deps: { db: Database }): void {
   for (const resource of WRITABLE_RESOURCES) {
@@ -62,7 +58,7 @@ export function registerWriteRoutes(app: FastifyInstance, deps: { db: Database }
           requireJsonAccept(request.headers.accept);
           const key = idempotencyKeyOf(request.headers['idempotency-key']);
           const principal = request.principal;
-          const headers: Record<string, string> = preferenceApplied.length > 0 ? { 'preference-applied': preferenceApplied.join(', ') } : {};
+          const headers: Record<string, string> = preferenceApplied.length > 0 ? { [RESPONSE_HEADERS.preferenceApplied]: preferenceApplied.join(', ') } : {};
           const answerOf = (result: BatchAnswer): StoredAnswer => ({ status: 200, headers, body: JSON.stringify(result) });
           const write = (beforeCommit?: (tx: Queryable, answer: BatchAnswer) => Promise<void>) =>
             WRITERS[resource](deps.db, principal.universityId!, MODES[method], request.body, { dryRun, beforeCommit });
@@ -84,7 +80,7 @@ export function registerWriteRoutes(app: FastifyInstance, deps: { db: Database }
           if (claim.kind === 'replay') {
             // Written before, and counted then: the metrics do not count its rows again.
             notesOf(request).idempotentReplay = true;
-            return sendAnswer(reply, { ...claim.answer, headers: { ...claim.answer.headers, [REPLAYED_HEADER]: 'true' } });
+            return sendAnswer(reply, { ...claim.answer, headers: { ...claim.answer.headers, [RESPONSE_HEADERS.idempotentReplayed]: 'true' } });
           }
           let answer: StoredAnswer;
           try {

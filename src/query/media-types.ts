@@ -31,9 +31,12 @@ const SUFFIXLESS_NAMES: ReadonlySet<string> = new Set([PGRST_ARRAY, PGRST_OBJECT
 const VENDOR_NAMES: ReadonlySet<string> = new Set([PGRST_ARRAY, PGRST_OBJECT, ...SUFFIXLESS_NAMES]);
 const CHARSET = '; charset=utf-8';
 
+/** The Content-Type of every JSON answer but the vendor forms: reads, writes, the change feed and errors. */
+export const JSON_CONTENT_TYPE = `application/json${CHARSET}`;
+
 /** The Content-Type of each media type as PostgREST writes it. */
 export const READ_MEDIA_TYPES: Readonly<Record<ReadMediaType, string>> = {
-  json: `application/json${CHARSET}`,
+  json: JSON_CONTENT_TYPE,
   singular: `${PGRST_OBJECT}${CHARSET}`,
   csv: `text/csv${CHARSET}`,
 };

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 import { type Queryable, pipelined, statementsWritten } from '../db/store.ts';
 import { pipelinedBatch } from '../db/locks.ts';
-import { inSavepoint } from '../db/savepoint.ts';
+import { LOST_RACE_SQLSTATES, inSavepoint } from '../db/savepoint.ts';
 import { todayUtc } from '../domain/alumni.ts';
 import { type BatchAnswer, type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
 import { applyCohortChanges, loadCohortState } from './cohort-store.ts';
@@ -25,9 +25,6 @@ import { type NamedState, applyStudentChanges, loadStudentState, readNamedState 
 
 /** Internal retries before a row that keeps losing a race is reported CONCURRENT_WRITE. */
 const RACE_RETRIES = 1;
-
-/** Failures that mean an apply attempt lost a race and may be decided again: deadlock, serialization. */
-const RACE_SQLSTATES: ReadonlySet<string> = new Set(['40P01', '40001']);
 
 /**
  * Runs `attempt` over the pending rows until none lose, at most 1 + retries times; returns
@@ -118,7 +115,7 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
         const changes = decisions.filter(isChange);
         // Nothing to write, nothing to race for: a replay sends no savepoint.
         const applied = changes.length === 0 ? { ok: new Set<number>() }
-          : await inSavepoint(tx, RACE_SQLSTATES, async () => applyStudentChanges(tx, universityId, await changeSeq, changes));
+          : await inSavepoint(tx, LOST_RACE_SQLSTATES, async () => applyStudentChanges(tx, universityId, await changeSeq, changes));
         const lost = 'ok' in applied ? applied.ok : new Set(changes.map((c) => c.row.index));
         for (const d of decisions) if (!lost.has(d.row.index)) results[d.row.index] = studentResult(d);
         return lost;

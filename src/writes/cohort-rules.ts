@@ -7,7 +7,7 @@ import { datesInOrder, unknownTemplates } from '../domain/cohort-checks.ts';
 import { textProblem } from '../resources/text.ts';
 import { COHORT_SHAPE, type CohortFieldValues, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type RowStatus, type WriteMode, reject } from './batch.ts';
-import { asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem, missingOnCreate } from './field-checks.ts';
+import { NOT_AN_OBJECT, asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem, missingOnCreate } from './field-checks.ts';
 import type { CohortRowCode } from './row-codes.ts';
 
 export type CohortRejection = Rejection<CohortRowCode>;
@@ -64,7 +64,7 @@ function sentFields(row: Readonly<Record<string, unknown>>): Partial<CohortField
 
 export function validateCohortRow(raw: unknown, index: number, mode: WriteMode): ValidatedCohortRow {
   const row = asObject(raw);
-  if (row === null) return { rejected: reject('INVALID_FIELD', 'Each row must be a JSON object.'), name: null };
+  if (row === null) return { rejected: reject('INVALID_FIELD', NOT_AN_OBJECT), name: null };
   const name = typeof row.name === 'string' ? row.name : null;
   const fail = (code: CohortRowCode, message: string): ValidatedCohortRow => ({ rejected: reject(code, message), name });
   const maxName = COHORT_SHAPE.fields.name.maxLength;

@@ -42,6 +42,9 @@ const cohortColumns = (state: CohortBatchState): ValuesColumn<CohortRecord>[] =>
   { name: 'resume_template_names', type: 'text[]', value: (r) => arrayLiteral(r.resume_template_names) },
 ];
 
+/** The columns an update leaves as they are: the key, and the name, frozen once the cohort exists. */
+const UPDATE_KEEPS: ReadonlySet<string> = new Set(['id', 'name']);
+
 /**
  * Writes each touched cohort once, with its final values (a batch may create then update one),
  * stamped with the transaction's change number (src/db/locks.ts).
@@ -66,10 +69,9 @@ export async function applyCohortChanges(
   const updates = [...finalById.values()].filter((r) => !createdIds.has(r.id));
   if (updates.length > 0) {
     const list = valuesList(columns, updates, 3);
+    const assignments = columns.filter(({ name }) => !UPDATE_KEEPS.has(name)).map(({ name }) => `${name} = u.${name}`);
     statements.push([
-      `update cohorts c set display_name = u.display_name, program = u.program, degree = u.degree, start_date = u.start_date,
-         end_date = u.end_date, intake_year = u.intake_year, intake_term = u.intake_term, campus_id = u.campus_id,
-         study_mode = u.study_mode, resume_template_names = u.resume_template_names, updated_at = now(), change_seq = $2::bigint
+      `update cohorts c set ${assignments.join(', ')}, updated_at = now(), change_seq = $2::bigint
        from (values ${list.rows}) as u(${list.columns}) where c.id = u.id and c.university_id = $1`,
       [universityId, changeSeq, ...list.params]]);
   }

@@ -92,6 +92,9 @@ export function missingOnCreate(shape: WriteShape, row: Readonly<Record<string, 
   return Object.entries(shape.fields).filter(([name, field]) => field.requiredOnCreate && row[name] === undefined).map(([name]) => name);
 }
 
-/** The row as an object, or null when it is not a JSON object. */
+/** What a row that is not a JSON object is told, whatever its resource. */
+export const NOT_AN_OBJECT = 'Each row must be a JSON object.';
+
+/** The row as an object, or null when it is not a JSON object (NOT_AN_OBJECT). */
 export const asObject = (raw: unknown): Readonly<Record<string, unknown>> | null =>
   raw === null || typeof raw !== 'object' || Array.isArray(raw) ? null : (raw as Record<string, unknown>);

@@ -2,10 +2,10 @@
  * The codes a rejected batch row carries, per resource, each with when it arises (the docs'
  * tables are generated from these). A row code is not an HTTP error: the batch still answers 200.
  */
-import type { WritableResource } from '../resources/write-shapes.ts';
+import { COHORT_SHAPE, STUDENT_SHAPE, type WritableResource } from '../resources/write-shapes.ts';
 
 export const STUDENT_ROW_CODES = {
-  INVALID_EMAIL: 'email is absent, not an address, over 254 characters once lower-cased, or with control characters or unpaired surrogates.',
+  INVALID_EMAIL: `email is absent, not an address, over ${STUDENT_SHAPE.fields.email.maxLength} characters once lower-cased, or with control characters or unpaired surrogates.`,
   INVALID_FIELD: 'A field has the wrong type, a bad date, a blank external_id, or a string too long or with control characters or unpaired surrogates; the message names the field.',
   MISSING_NAME: 'first_name or last_name is absent on create, null, or blank.',
   INVALID_PHONE: 'phone is not in E.164 form (a leading + and the country code).',
@@ -25,7 +25,7 @@ export const STUDENT_ROW_CODES = {
 } as const;
 
 export const COHORT_ROW_CODES = {
-  INVALID_NAME: 'name is absent, empty, blank, over 200 characters, or with control characters or unpaired surrogates.',
+  INVALID_NAME: `name is absent, empty, blank, over ${COHORT_SHAPE.fields.name.maxLength} characters, or with control characters or unpaired surrogates.`,
   INVALID_FIELD: 'A field has the wrong type, a bad date or year, a value outside its enumeration, null on a required field, or a string too long or with control characters or unpaired surrogates.',
   MISSING_FIELD: 'A field required to create a cohort is absent (POST, and PUT of a name no cohort has).',
   INVALID_DATE_RANGE: 'end_date is not after start_date, as sent or once merged with the stored cohort.',

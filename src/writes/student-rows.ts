@@ -6,7 +6,7 @@ import { emailKey } from '../domain/email-register.ts';
 import { hasNul, hasRefusedCharacter, longerThan } from '../resources/text.ts';
 import { STUDENT_SHAPE, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type WriteMode, reject } from './batch.ts';
-import { asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem } from './field-checks.ts';
+import { NOT_AN_OBJECT, asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem } from './field-checks.ts';
 import type { StudentRowCode } from './row-codes.ts';
 
 export type StudentRejection = Rejection<StudentRowCode>;
@@ -16,6 +16,7 @@ export const STUDENT_FIELDS: ReadonlySet<string> = new Set(fieldNames(STUDENT_SH
 
 const EMAIL = /^[^\s@"(),:;<>[\\\]]+@[^\s@"(),:;<>[\\\]]+\.[^\s@"(),:;<>[\\\]]+$/;
 const E164 = /^\+[1-9]\d{1,14}$/;
+const NOT_AN_ADDRESS = 'email is not a valid address.';
 
 /** A row that passed validation. Absent fields are `undefined`; null means "clear". */
 export interface StudentRow {
@@ -144,16 +145,16 @@ const rejectedRow = (code: StudentRowCode, message: string, sentEmail: string | 
 
 export function validateStudentRow(raw: unknown, index: number, mode: WriteMode): ValidatedStudentRow {
   const row = asObject(raw);
-  if (row === null) return rejectedRow('INVALID_FIELD', 'Each row must be a JSON object.', null);
+  if (row === null) return rejectedRow('INVALID_FIELD', NOT_AN_OBJECT, null);
   if (typeof row.email !== 'string') {
-    return rejectedRow('INVALID_EMAIL', row.email === undefined ? 'email is required.' : 'email is not a valid address.', null);
+    return rejectedRow('INVALID_EMAIL', row.email === undefined ? 'email is required.' : NOT_AN_ADDRESS, null);
   }
   const sentEmail = row.email;
   // The length is the key's, as stored: `İ` lower-cases to two characters, and an address read
   // back from the service must be one it takes as a key (240 of them were stored as 480).
   const email = emailKey(sentEmail);
   if (longerThan(email, STUDENT_SHAPE.fields.email.maxLength) || !EMAIL.test(email) || hasRefusedCharacter(sentEmail)) {
-    return rejectedRow('INVALID_EMAIL', 'email is not a valid address.', sentEmail);
+    return rejectedRow('INVALID_EMAIL', NOT_AN_ADDRESS, sentEmail);
   }
   const creating = createFieldsRequired(STUDENT_SHAPE, mode);
   const problem = kindsProblem(row, creating) ?? requiredProblem(row, creating);

@@ -27,7 +27,7 @@ export interface CohortRef {
   readonly endDate: string;
 }
 
-/** Who holds an address anywhere in the service (see pds_email_owners). */
+/** Who holds an address anywhere in the service: its entry in `email_register` (loadStudentState, src/writes/student-store.ts). */
 export interface EmailOwner {
   readonly kind: 'student' | 'staff' | 'self_serve';
   readonly inScope: boolean;
@@ -84,9 +84,11 @@ export interface StudentDecisionContext {
   readonly newId: () => string;
 }
 
+const ERASED_ADDRESS = 'The address belongs to an erased account, which cannot be recreated through the API.';
+
 function ownerRejection(owners: readonly EmailOwner[] | undefined): StudentRejection | null {
   if (!owners || owners.length === 0) return null;
-  if (owners.some((o) => o.erased)) return reject('ACCOUNT_DELETED', 'The address belongs to an erased account, which cannot be recreated through the API.');
+  if (owners.some((o) => o.erased)) return reject('ACCOUNT_DELETED', ERASED_ADDRESS);
   if (owners.some((o) => o.kind === 'staff')) return reject('EMAIL_BELONGS_TO_NON_STUDENT', 'The address belongs to a staff account.');
   if (owners.some((o) => o.kind === 'student' && !o.inScope)) {
     return reject('EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY', 'The address is an account of another university; it is never adopted.');
@@ -134,7 +136,7 @@ function matchStudent(row: StudentRow, state: StudentBatchState): Match | Studen
   }
   if (byEmail) return { target: byEmail, addSecondary: false };
   const erased = state.emailOwners.get(row.email)?.some((o) => o.erased);
-  if (erased) return reject('ACCOUNT_DELETED', 'The address belongs to an erased account, which cannot be recreated through the API.');
+  if (erased) return reject('ACCOUNT_DELETED', ERASED_ADDRESS);
   return { target: null, addSecondary: false };
 }
 

@@ -5,11 +5,13 @@
  * scheme. Batch writes are in batch-schemas.ts, error responses in error-responses.ts.
  */
 import type { OpenAPIV3_1 } from 'openapi-types';
+import { IDEMPOTENCY_KEY_CHARACTER } from '../../domain/idempotency-keys.ts';
 import { LIMITS } from '../../limits.ts';
 import { ftsOperators, isValues, quantifiableOperators, simpleOperators } from '../../query/syntax.ts';
 import { type Column, type ColumnType, type Resource, resources, resourcesByName } from '../../resources/registry.ts';
 import type { WritableResource } from '../../resources/write-shapes.ts';
 import { RATE_LIMIT_HEADERS } from '../rate-limits.ts';
+import { RESPONSE_HEADERS } from '../response-headers.ts';
 import { type JsonSchema, withNull } from '../schemas.ts';
 import type { RowRequirement } from '../write-schemas.ts';
 
@@ -159,7 +161,7 @@ export const PARAMETERS = {
       + PREFER_HANDLING,
   },
   'Idempotency-Key': {
-    name: 'Idempotency-Key', in: 'header', schema: { type: 'string', minLength: 1, maxLength: LIMITS.idempotencyKeyChars, pattern: '^[\\x20-\\x7E]+$' },
+    name: 'Idempotency-Key', in: 'header', schema: { type: 'string', minLength: 1, maxLength: LIMITS.idempotencyKeyChars, pattern: `^${IDEMPOTENCY_KEY_CHARACTER}+$` },
     example: '5f0c6a2e-8d1b-4c7e-9a3f-1b2c3d4e5f60',
     description: `Makes a retry safe: the first request with a key is processed and its answer kept for ${LIMITS.idempotencyKeySeconds / 3600} hours, `
       + 'per token; a repeat with the same method, resource, Prefer and body gets that answer back (with `Idempotent-Replayed: true`) and '
@@ -177,7 +179,7 @@ export const parameterRef = (name: ParameterName): Reference => ({ $ref: `#/comp
 const integerHeader = (description: string): OpenAPIV3_1.HeaderObject => ({ description, schema: { type: 'integer', minimum: 0 } });
 
 export const HEADERS = {
-  'Content-Range': {
+  [RESPONSE_HEADERS.contentRange]: {
     description: '`<first>-<last>/<total>`: the rows of this page, counted from 0, and the total when `Prefer: count` asked for it '
       + '(otherwise `*`); the range is `*` when no row is returned.',
     schema: { type: 'string', pattern: '^(\\d+-\\d+|\\*)/(\\d+|\\*)$' },
@@ -185,9 +187,9 @@ export const HEADERS = {
   [RATE_LIMIT_HEADERS.limit]: integerHeader('Requests allowed per window (a minute): reads per source address, writes per token.'),
   [RATE_LIMIT_HEADERS.remaining]: integerHeader('Requests left in the current window.'),
   [RATE_LIMIT_HEADERS.reset]: integerHeader('Seconds until the current window ends.'),
-  'Preference-Applied': { description: 'The preferences of the Prefer header that were honoured, e.g. `tx=rollback` for a dry run.', schema: { type: 'string' } },
+  [RESPONSE_HEADERS.preferenceApplied]: { description: 'The preferences of the Prefer header that were honoured, e.g. `tx=rollback` for a dry run.', schema: { type: 'string' } },
   'Retry-After': integerHeader('Seconds to wait before retrying.'),
-  'Idempotent-Replayed': {
+  [RESPONSE_HEADERS.idempotentReplayed]: {
     description: '`true`: this is the stored answer of an earlier request with the same `Idempotency-Key`; nothing was written now.',
     schema: { type: 'string', enum: ['true'] },
   },

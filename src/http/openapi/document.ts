@@ -10,7 +10,7 @@ import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
 import { LIMITS } from '../../limits.ts';
 import { resources } from '../../resources/registry.ts';
 import { meResponse } from '../me.ts';
-import { PARTNER_PREFIX } from '../prefixes.ts';
+import { OPENAPI_PATH, PARTNER_PREFIX } from '../prefixes.ts';
 import type { JsonSchema } from '../schemas.ts';
 import { BATCH_SCHEMAS } from './batch-schemas.ts';
 import { CHANGE_SCHEMAS } from './change-schemas.ts';
@@ -111,5 +111,5 @@ export const openApi = fp(async (app: FastifyInstance) => {
 
 /** GET /openapi.json under the prefix it is registered with; needs no token. */
 export async function openApiDocument(app: FastifyInstance): Promise<void> {
-  app.get('/openapi.json', async () => app.swagger());
+  app.get(OPENAPI_PATH, async () => app.swagger());
 }

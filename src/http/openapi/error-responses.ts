@@ -6,6 +6,7 @@ import { STATUS_CODES } from 'node:http';
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { PostgresError } from 'pg-error-enum';
 import { ERRORS, type ErrorCode } from '../../errors.ts';
+import { RESPONSE_HEADERS } from '../response-headers.ts';
 import type { JsonSchema } from '../schemas.ts';
 import { passThroughStatus } from '../sqlstates.ts';
 import { HEADERS, type HeaderName, RATE_LIMIT_HEADER_NAMES, headerRefs, schemaRef } from './components.ts';
@@ -34,7 +35,7 @@ export const ERROR_SCHEMA: JsonSchema = {
 
 /** Headers added where the error is raised, beyond the catalogue's own and the rate limit's. */
 const RAISED_ERROR_HEADERS: Readonly<Partial<Record<number, readonly HeaderName[]>>> = {
-  416: ['Content-Range'], // src/http/read-response.ts
+  416: [RESPONSE_HEADERS.contentRange], // src/http/read-response.ts
   429: ['Retry-After'],
 };
 

@@ -12,7 +12,8 @@ import { WRITABLE_RESOURCES, WRITE_SHAPES, type WritableResource } from '../../r
 import { WRITE_MODES, type WriteMode } from '../../writes/batch.ts';
 import { FEEDS, feedPath } from '../change-routes.ts';
 import { ME_PATH } from '../me.ts';
-import { PARTNER_PREFIX } from '../prefixes.ts';
+import { HEALTH_PATHS, OPENAPI_PATH, PARTNER_PREFIX } from '../prefixes.ts';
+import { RESPONSE_HEADERS } from '../response-headers.ts';
 import type { JsonSchema } from '../schemas.ts';
 import { REQUIREMENT_DESCRIPTIONS, rowRequirement } from '../write-schemas.ts';
 import { changePageSchemaName } from './change-schemas.ts';
@@ -61,7 +62,7 @@ function readOperation(resource: Resource): DocumentedOperation {
   const row = schemaRef(rowSchemaName(resource));
   const page = (description: string): OpenAPIV3_1.ResponseObject => ({
     description,
-    headers: headerRefs(['Content-Range', ...RATE_LIMIT_HEADER_NAMES]),
+    headers: headerRefs([RESPONSE_HEADERS.contentRange, ...RATE_LIMIT_HEADER_NAMES]),
     content: readContent(row),
   });
   return {
@@ -119,7 +120,7 @@ function writeOperation(resource: WritableResource, mode: WriteMode): Documented
       responses: {
         200: {
           description: 'The batch was processed; each row has its outcome in `results`, in the order sent.',
-          headers: headerRefs([...RATE_LIMIT_HEADER_NAMES, 'Preference-Applied', 'Idempotent-Replayed']),
+          headers: headerRefs([...RATE_LIMIT_HEADER_NAMES, RESPONSE_HEADERS.preferenceApplied, RESPONSE_HEADERS.idempotentReplayed]),
           content: { 'application/json': { schema: schemaRef(names.result) } },
         },
       },
@@ -193,7 +194,7 @@ const statusBody = (status: string): JsonSchema => ({ type: 'object', required: 
 const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
   {
     method: 'get',
-    url: '/healthz',
+    url: HEALTH_PATHS.live,
     errors: [],
     operation: {
       operationId: 'getLiveness',
@@ -206,7 +207,7 @@ const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
   },
   {
     method: 'get',
-    url: '/readyz',
+    url: HEALTH_PATHS.ready,
     errors: [503],
     operation: {
       operationId: 'getReadiness',
@@ -219,7 +220,7 @@ const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
   },
   {
     method: 'get',
-    url: `${PARTNER_PREFIX}/openapi.json`,
+    url: `${PARTNER_PREFIX}${OPENAPI_PATH}`,
     errors: [],
     operation: {
       operationId: 'getOpenApiDescription',
