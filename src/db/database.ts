@@ -41,7 +41,7 @@ const SCOPE_SETTING = 'pds.scope';
 /** The setting pds_tenant's policies read their one university from (pds_university(), src/db/migrations/009_one_university_role.sql). */
 const UNIVERSITY_SETTING = 'pds.university';
 
-export function scopeSetting(scope: Scope): string {
+function scopeSetting(scope: Scope): string {
   const bad = scope.universityIds.find((id) => !UUID.test(id));
   if (bad !== undefined) throw new Error(`A scope holds ${JSON.stringify(bad)}, which is not a uuid.`);
   return scope.universityIds.join(',');

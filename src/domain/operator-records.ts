@@ -98,7 +98,7 @@ export type RecordFilters<C extends OperatorCollection> = keyof (typeof OPERATOR
 export type OperatorRecord<C extends OperatorCollection> = Record<RecordFields<C>, unknown>;
 
 /** The select list (and `returning` list) of a kind's fields. */
-export function recordFields(collection: OperatorCollection): string {
+function recordFields(collection: OperatorCollection): string {
   return Object.entries(OPERATOR_RECORDS[collection].fields).map(([name, sql]) => `${sql} as "${name}"`).join(', ');
 }
 

@@ -16,7 +16,7 @@ declare module 'fastify' {
   }
 }
 
-export function bearerToken(header: string | undefined): string | null {
+function bearerToken(header: string | undefined): string | null {
   const match = header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
   return match ? match[1] : null;
 }

@@ -10,7 +10,7 @@ import { type Feed, parseChangesRequest, readChanges } from '../query/changes.ts
 import { JSON_CONTENT_TYPE, requireJsonAccept } from '../query/media-types.ts';
 import { FEED_RESOURCES, resourcesByName } from '../resources/registry.ts';
 
-export const CHANGES_PATH = 'changes';
+const CHANGES_PATH = 'changes';
 
 /** The URL of a feed under the partner prefix. */
 export const feedPath = (feed: Feed): string => (feed === 'all' ? `/${CHANGES_PATH}` : `/${CHANGES_PATH}/${feed}`);

@@ -23,7 +23,7 @@ const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 /** How long a socket answered at parser level may stay open to let the client read the answer. */
 const CLIENT_ERROR_LINGER_MS = 1_000;
 
-export function requestIdOf(request: IncomingMessage): string {
+function requestIdOf(request: IncomingMessage): string {
   const incoming = request.headers[REQUEST_ID_HEADER];
   return typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }

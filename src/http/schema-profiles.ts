@@ -10,7 +10,7 @@ import { apiError } from '../errors.ts';
 import { WRITING_METHODS } from './methods.ts';
 
 /** The one schema the partner API exposes. */
-export const EXPOSED_SCHEMA = 'public';
+const EXPOSED_SCHEMA = 'public';
 
 function checkProfile(request: FastifyRequest): void {
   // The methods that write name their schema in Content-Profile; every other in Accept-Profile.

@@ -24,7 +24,7 @@ const KIND_SCHEMAS: Record<FieldKind, (field: WriteField) => JsonSchema> = {
   'text[]': (field) => ({ type: 'array', items: singleLine(field) }),
 };
 
-export function fieldSchema(field: WriteField): JsonSchema {
+function fieldSchema(field: WriteField): JsonSchema {
   const schema = KIND_SCHEMAS[field.kind](field);
   return { ...(field.nullable ? withNull(schema) : schema), ...(field.description ? { description: field.description } : {}) };
 }

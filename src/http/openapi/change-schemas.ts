@@ -7,7 +7,7 @@ import type { JsonSchema } from '../schemas.ts';
 import { rowSchemaName, schemaRef } from './components.ts';
 
 /** The name of a resource's entry schema, e.g. `StudentChange`. */
-export const changeSchemaName = (resource: FeedResource): string => `${rowSchemaName(resourcesByName.get(resource)!)}Change`;
+const changeSchemaName = (resource: FeedResource): string => `${rowSchemaName(resourcesByName.get(resource)!)}Change`;
 
 /** The name of a feed's page schema: every resource's entries, or one resource's. */
 export const changePageSchemaName = (resource: FeedResource | 'all'): string =>

@@ -59,7 +59,7 @@ type PathItem = { servers?: OpenAPIV3_1.ServerObject[] } & Partial<Record<Docume
 
 export type OpenApiDocument = Omit<OpenAPIV3_1.Document, 'paths'> & { paths: Record<string, PathItem> };
 
-export function buildOpenApiDocument(): OpenApiDocument {
+function buildOpenApiDocument(): OpenApiDocument {
   const paths: Record<string, PathItem> = {};
   const errorStatuses = new Set<number>();
   for (const { method, url, errors, operation } of OPERATIONS) {
