@@ -123,25 +123,26 @@ export async function loadStudentState(
     if (row.externalId && !byExternalId.has(row.externalId)) unmatchedExternalIds.push(row.externalId);
   }
   // Only addresses and numbers not found at the university can belong to anyone else (none, on
-  // a replay); the two lookups travel in one pipeline.
+  // a replay); the two lookups travel in one pipeline. Each is hashed once, and its answer read
+  // back through the hash.
   const emailsByHash = new Map(unmatchedEmails.map((e) => [sha256Hex(e), e]));
+  const externalIdsByHash = new Map(unmatchedExternalIds.map((x) => [sha256Hex(x), x]));
   const [owners, erased] = await Promise.all([
     unmatchedEmails.length === 0 ? [] : tx.query<{ email_hash: string; kind: EmailOwner['kind']; in_scope: boolean; erased: boolean }>(
       `select email_hash, kind, coalesce(university_id = $1, false) as in_scope, erased
        from email_register where email_hash = any($2::text[])`, [universityId, arrayLiteral([...emailsByHash.keys()])]),
     unmatchedExternalIds.length === 0 ? [] : tx.query<{ hash: string }>(
       `select erased_external_id_hash as hash from accounts where university_id = $1 and erased_external_id_hash = any($2::text[])`,
-      [universityId, arrayLiteral(unmatchedExternalIds.map(sha256Hex))]),
+      [universityId, arrayLiteral([...externalIdsByHash.keys()])]),
   ]);
 
   const emailOwners = new Map<string, EmailOwner[]>();
   for (const o of owners) emailOwners.set(emailsByHash.get(o.email_hash)!, [{ kind: o.kind, inScope: o.in_scope, erased: o.erased }]);
-  const erasedHashes = new Set(erased.map((e) => e.hash));
   const cohortsByName = new Map<string, CohortRef[]>();
   for (const c of cohorts) cohortsByName.set(c.name, [...(cohortsByName.get(c.name) ?? []), { id: c.id, endDate: c.end_date }]);
   return {
     byEmail, byExternalId, emailOwners, cohortsByName,
-    erasedExternalIds: new Set(unmatchedExternalIds.filter((x) => erasedHashes.has(sha256Hex(x)))),
+    erasedExternalIds: new Set(erased.map((e) => externalIdsByHash.get(e.hash)!)),
   };
 }
 
