@@ -24,10 +24,12 @@ const bob: StudentRecord = { ...ada, id: 's-bob', email: 'bob@u.edu', externalId
 const carol: StudentRecord = { ...ada, id: 's-carol', email: 'carol@u.edu', externalId: 'C1', isAlumni: true };
 
 const owners: [string, EmailOwner][] = [
-  ['elsewhere@v.edu', { kind: 'student', inScope: false, erased: false }],
-  ['staff@u.edu', { kind: 'staff', inScope: true, erased: false }],
-  ['seeker@mail.com', { kind: 'self_serve', inScope: false, erased: false }],
-  ['erased@u.edu', { kind: 'student', inScope: true, erased: true }],
+  ['elsewhere@v.edu', { kind: 'student', university: 'another', erased: false }],
+  ['staff@u.edu', { kind: 'staff', university: 'yours', erased: false }],
+  ['seeker@mail.com', { kind: 'self_serve', university: 'none', erased: false }],
+  ['seeker@v.edu', { kind: 'self_serve', university: 'another', erased: false }],
+  ['seeker@u.edu', { kind: 'self_serve', university: 'yours', erased: false }],
+  ['erased@u.edu', { kind: 'student', university: 'yours', erased: true }],
 ];
 
 const state: StudentBatchState = {
@@ -151,7 +153,9 @@ describe('student decisions: matching and codes', () => {
     ['POST of an existing student', row({ email: 'ada@u.edu' }), 'post', 'ALREADY_EXISTS'],
     ['another university\'s address', row({ email: 'elsewhere@v.edu' }), 'put', 'EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY'],
     ['a staff address', row({ email: 'staff@u.edu' }), 'put', 'EMAIL_BELONGS_TO_NON_STUDENT'],
-    ['a self-serve address', row({ email: 'seeker@mail.com' }), 'post', 'EMAIL_BELONGS_TO_EXISTING_ACCOUNT'],
+    ['a self-serve address of no university', row({ email: 'seeker@mail.com' }), 'post', 'EMAIL_BELONGS_TO_EXISTING_ACCOUNT'],
+    ['a self-serve address of another university', row({ email: 'seeker@v.edu' }), 'put', 'EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY'],
+    ['a self-serve address of the university', row({ email: 'seeker@u.edu' }), 'put', 'EMAIL_BELONGS_TO_EXISTING_ACCOUNT'],
     ['an erased address', row({ email: 'erased@u.edu' }), 'put', 'ACCOUNT_DELETED'],
     ['an erased address on PATCH', patchRow({ email: 'erased@u.edu', first_name: 'X' }), 'patch', 'ACCOUNT_DELETED'],
     ['an erased external_id', row({ email: 'new@u.edu', external_id: 'GONE' }), 'put', 'ACCOUNT_DELETED'],

@@ -21,6 +21,7 @@ for (const backend of storeBackends()) {
     let university: string;
     let writeToken: string;
     let readToken: string;
+    let otherUniversity: string;
     let otherWriteToken: string;
     let consortiumToken: string;
     let serial = 0;
@@ -49,6 +50,7 @@ for (const backend of storeBackends()) {
       const created = await h.admin('POST', '/universities', { name: 'Bayview University', consortium_id: consortium.json.id });
       university = created.json.id;
       const other = await h.admin('POST', '/universities', { name: 'Hilltop College', consortium_id: consortium.json.id });
+      otherUniversity = other.json.id;
       await h.admin('POST', '/campuses', { university_id: university, name: 'Harbour' });
       await h.admin('POST', '/resume-templates', { university_id: university, name: 'Classic' });
       writeToken = (await h.admin('POST', '/tokens', { university_id: university, can_write: true })).json.token;
@@ -253,6 +255,13 @@ for (const backend of storeBackends()) {
         const selfServe = email('jobseeker');
         await h.admin('POST', '/accounts', { email: selfServe, kind: 'self_serve' });
         assert.equal((await one('POST', student({ email: selfServe }))).code, 'EMAIL_BELONGS_TO_EXISTING_ACCOUNT');
+        // "An account of another university" is a self-serve one too; one of this university is not on its roster.
+        const otherSelfServe = email('hilltop-seeker');
+        await h.admin('POST', '/accounts', { email: otherSelfServe, kind: 'self_serve', university_id: otherUniversity });
+        assert.equal((await one('PUT', student({ email: otherSelfServe }))).code, 'EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY');
+        const ownSelfServe = email('own-seeker');
+        await h.admin('POST', '/accounts', { email: ownSelfServe, kind: 'self_serve', university_id: university });
+        assert.equal((await one('PUT', student({ email: ownSelfServe }))).code, 'EMAIL_BELONGS_TO_EXISTING_ACCOUNT');
       });
 
       test('EXTERNAL_ID_CONFLICT: the number belongs to someone else, or the email\'s student has another number', async () => {

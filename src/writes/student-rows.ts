@@ -74,7 +74,7 @@ function requiredProblem(row: Row, creating: boolean): Problem {
     return { code: 'MISSING_COHORT', message: 'cohort_name is required and must name a cohort of the university.' };
   }
   if (creating && (row.is_alumni === undefined || row.is_alumni === null)) {
-    return { code: 'MISSING_IS_ALUMNI', message: 'is_alumni is required when a student is created.' };
+    return { code: 'MISSING_IS_ALUMNI', message: 'is_alumni is required on POST and PUT (true or false), as every create field is.' };
   }
   return null;
 }

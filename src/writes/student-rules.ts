@@ -30,7 +30,8 @@ export interface CohortRef {
 /** Who holds an address anywhere in the service: its entry in `email_register` (loadStudentState, src/writes/student-store.ts). */
 export interface EmailOwner {
   readonly kind: 'student' | 'staff' | 'self_serve';
-  readonly inScope: boolean;
+  /** Whose account it is: the writing university's, another university's, or no university's (self-serve, some staff). */
+  readonly university: 'yours' | 'another' | 'none';
   readonly erased: boolean;
 }
 
@@ -90,7 +91,9 @@ function ownerRejection(owners: readonly EmailOwner[] | undefined): StudentRejec
   if (!owners || owners.length === 0) return null;
   if (owners.some((o) => o.erased)) return reject('ACCOUNT_DELETED', ERASED_ADDRESS);
   if (owners.some((o) => o.kind === 'staff')) return reject('EMAIL_BELONGS_TO_NON_STUDENT', 'The address belongs to a staff account.');
-  if (owners.some((o) => o.kind === 'student' && !o.inScope)) {
+  // The contract's words: "an account of another university", a student's or a self-serve one;
+  // the rest (self-serve accounts of this university or of none) is "not on the caller's roster".
+  if (owners.some((o) => o.university === 'another')) {
     return reject('EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY', 'The address is an account of another university; it is never adopted.');
   }
   return reject('EMAIL_BELONGS_TO_EXISTING_ACCOUNT', 'The address belongs to a user who is not on your roster; do not retry.');

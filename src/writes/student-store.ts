@@ -128,8 +128,8 @@ export async function loadStudentState(
   const emailsByHash = new Map(unmatchedEmails.map((e) => [sha256Hex(e), e]));
   const externalIdsByHash = new Map(unmatchedExternalIds.map((x) => [sha256Hex(x), x]));
   const [owners, erased] = await Promise.all([
-    unmatchedEmails.length === 0 ? [] : tx.query<{ email_hash: string; kind: EmailOwner['kind']; in_scope: boolean; erased: boolean }>(
-      `select email_hash, kind, coalesce(university_id = $1, false) as in_scope, erased
+    unmatchedEmails.length === 0 ? [] : tx.query<{ email_hash: string; kind: EmailOwner['kind']; university: EmailOwner['university']; erased: boolean }>(
+      `select email_hash, kind, case when university_id is null then 'none' when university_id = $1 then 'yours' else 'another' end as university, erased
        from email_register where email_hash = any($2::text[])`, [universityId, arrayLiteral([...emailsByHash.keys()])]),
     unmatchedExternalIds.length === 0 ? [] : tx.query<{ hash: string }>(
       `select erased_external_id_hash as hash from accounts where university_id = $1 and erased_external_id_hash = any($2::text[])`,
@@ -137,7 +137,7 @@ export async function loadStudentState(
   ]);
 
   const emailOwners = new Map<string, EmailOwner[]>();
-  for (const o of owners) emailOwners.set(emailsByHash.get(o.email_hash)!, [{ kind: o.kind, inScope: o.in_scope, erased: o.erased }]);
+  for (const o of owners) emailOwners.set(emailsByHash.get(o.email_hash)!, [{ kind: o.kind, university: o.university, erased: o.erased }]);
   const cohortsByName = new Map<string, CohortRef[]>();
   for (const c of cohorts) cohortsByName.set(c.name, [...(cohortsByName.get(c.name) ?? []), { id: c.id, endDate: c.end_date }]);
   return {
