@@ -314,9 +314,7 @@ export const ERRORS = {
   }),
   INTERNAL: define({
     status: 500, when: 'An unexpected failure; the body names no internals.',
-    text: (requestId: string) => ({
-      message: 'The service failed to handle the request; retry with backoff.', hint: `Quote request id ${requestId} when contacting support.`,
-    }),
+    text: () => ({ message: 'The service failed to handle the request; retry with backoff.' }),
   }),
 };
 
@@ -339,6 +337,15 @@ export class ApiError extends Error {
   /** The same error with more response headers (Retry-After, Allow, Content-Range). */
   withHeaders(headers: Readonly<Record<string, string>>): ApiError {
     return new ApiError(this.status, this.code, this.message, this.details, this.hint, { ...this.headers, ...headers });
+  }
+
+  /**
+   * The same error with a hint that quotes `requestId`, after its own: every 5xx answer carries
+   * one (docs/decisions.md, Errors), so that a partner can name the request to support.
+   */
+  quotingRequest(requestId: string): ApiError {
+    const quote = `Quote request id ${requestId} when contacting support.`;
+    return new ApiError(this.status, this.code, this.message, this.details, this.hint ? `${this.hint} ${quote}` : quote, this.headers);
   }
 
   toBody() {

@@ -183,6 +183,7 @@ async function startService(storeUrl: string): Promise<Service> {
 interface Answer {
   status: number;
   retryAfter: string | null;
+  requestId: string | null;
   body: any;
   ms: number;
 }
@@ -194,7 +195,10 @@ async function call(service: Service, path: string, init: RequestInit = {}): Pro
     headers: { authorization: `Bearer ${service.token}`, 'content-type': 'application/json', ...init.headers },
     signal: AbortSignal.timeout(15_000),
   });
-  return { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json(), ms: Date.now() - started };
+  return {
+    status: response.status, retryAfter: response.headers.get('retry-after'), requestId: response.headers.get('x-request-id'),
+    body: await response.json(), ms: Date.now() - started,
+  };
 }
 
 const students = (tag: string, n: number) => Array.from({ length: n }, (_, i) => ({
@@ -206,6 +210,8 @@ function assertUnavailable(answer: Answer, what: string): void {
   assert.equal(answer.status, 503, `${what}: ${JSON.stringify(answer.body)}`);
   assert.equal(answer.retryAfter, '1', what);
   assert.deepEqual(Object.keys(answer.body).sort(), ['code', 'details', 'hint', 'message'], what);
+  // A partner can name the request to support (docs/decisions.md, Errors).
+  assert.ok(answer.requestId && String(answer.body.hint).includes(answer.requestId), `${what}: hint ${answer.body.hint}`);
 }
 
 if (process.env.TEST_DATABASE_URL) {

@@ -64,10 +64,12 @@ export const errorHandling = fp(async (app: FastifyInstance) => {
     notes.storeErrorClass = storeErrorClass(error) ?? undefined;
     if (!answer) {
       request.log.error({ err: error }, 'unexpected error');
-      return reply.code(500).type(JSON_CONTENT_TYPE).send(apiError('INTERNAL', request.id).toBody());
+      return reply.code(500).type(JSON_CONTENT_TYPE).send(apiError('INTERNAL').quotingRequest(request.id).toBody());
     }
-    if (answer.status >= 500) request.log.warn({ err: error }, answer.code);
-    return reply.code(answer.status).headers(answer.headers).type(JSON_CONTENT_TYPE).send(answer.toBody());
+    const failed = answer.status >= 500;
+    if (failed) request.log.warn({ err: error }, answer.code);
+    const sent = failed ? answer.quotingRequest(request.id) : answer;
+    return reply.code(sent.status).headers(sent.headers).type(JSON_CONTENT_TYPE).send(sent.toBody());
   });
   app.setNotFoundHandler((request, reply) => {
     notesOf(request).errorCode = 'NOT_FOUND';
