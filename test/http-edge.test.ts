@@ -372,6 +372,43 @@ describe('the rate-limit store (Redis) down', () => {
         await proxy.stop();
       }
     });
+
+    test('through a proxy that stalls: one request waits out the command timeout, the rest fail open at once; the outage and the return are logged once', { timeout: 20_000 }, async () => {
+      const target = new URL(process.env.TEST_REDIS_URL!);
+      const proxy = await TcpProxy.start(Number(target.port || 6379), target.hostname);
+      const lines: string[] = [];
+      const h = await Harness.start('pglite', {
+        demoStudents: 3,
+        settings: { redisUrl: `redis://127.0.0.1:${proxy.port}`, readLimitPerMin: 2, logLevel: 'info', logStream: { write: (line) => void lines.push(line) } },
+      });
+      try {
+        const source = `10.10.${randomBytes(1)[0]}.${randomBytes(1)[0]}`;
+        const get = () => h.request({ method: 'GET', url: '/v1/campuses', remoteAddress: source, headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}` } });
+        await eventually(async () => (await get()).status === 429, 3_000, 'a 429');
+
+        proxy.stall();
+        const answers: { status: number; ms: number }[] = [];
+        for (let i = 0; i < 8; i++) {
+          const started = Date.now();
+          answers.push({ status: (await get()).status, ms: Date.now() - started });
+        }
+        assert.deepEqual(answers.map((a) => a.status), Array(8).fill(200));
+        // Each request asked Redis twice (the failed-authentication check, the count), each
+        // waiting 250 ms: 500 ms a request for as long as the stall lasted.
+        const slowest = Math.max(...answers.map((a) => a.ms));
+        const total = answers.reduce((sum, a) => sum + a.ms, 0);
+        assert.ok(slowest < 450 && total < 1_000, `answered in ${answers.map((a) => a.ms).join(', ')} ms`);
+        await eventually(() => logged(lines, 'rate-limit store unavailable') > 0, 3_000, 'the outage logged');
+
+        proxy.unstall();
+        await eventually(async () => (await get()).status === 429, 5_000, 'a 429');
+        assert.equal(logged(lines, 'rate-limit store unavailable'), 1);
+        assert.equal(logged(lines, 'rate-limit store available again'), 1);
+      } finally {
+        await h.close();
+        await proxy.stop();
+      }
+    });
   }
 });
 
@@ -384,6 +421,9 @@ function logged(lines: string[], message: string): number {
 class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
+  /** Each connection's two ends, client first. */
+  private readonly pairs = new Set<[Socket, Socket]>();
+  private stalled = false;
   private constructor(readonly port: number, private readonly targetPort: number, private readonly targetHost: string) {}
 
   static async start(targetPort: number, targetHost: string): Promise<TcpProxy> {
@@ -399,18 +439,36 @@ class TcpProxy {
   async resume(): Promise<void> {
     this.server = createServer((client) => {
       const upstream = connect(this.targetPort, this.targetHost);
-      for (const socket of [client, upstream]) {
+      const pair: [Socket, Socket] = [client, upstream];
+      this.pairs.add(pair);
+      for (const socket of pair) {
         this.sockets.add(socket);
         socket.on('error', () => {});
         socket.on('close', () => {
           this.sockets.delete(socket);
+          this.pairs.delete(pair);
           client.destroy();
           upstream.destroy();
         });
       }
-      client.pipe(upstream).pipe(client);
+      if (!this.stalled) client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+  }
+
+  /** Connections stay open and nothing passes either way, as when the server is stopped (SIGSTOP); what is sent waits. */
+  stall(): void {
+    this.stalled = true;
+    for (const [client, upstream] of this.pairs) {
+      client.unpipe(upstream).pause();
+      upstream.unpipe(client).pause();
+    }
+  }
+
+  /** What waited passes, and so does what follows. */
+  unstall(): void {
+    this.stalled = false;
+    for (const [client, upstream] of this.pairs) client.pipe(upstream).pipe(client);
   }
 
   async stop(): Promise<void> {

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { type CountServer, FRESH_MS, SYNC_MS, SharedCounts, type WindowCount } from '../src/http/shared-counts.ts';
+import { type CountServer, FRESH_MS, SYNC_MS, SharedCounts, type WindowCount, failingFast } from '../src/http/shared-counts.ts';
 import { eventually } from './support/eventually.ts';
 import { Harness } from './support/harness.ts';
 
@@ -236,6 +236,45 @@ describe('shared counts, on a counting server', () => {
     // Forgotten: the next request asks.
     assert.equal(await incr(one, 'read:a', 1000), 3);
     assert.equal(server.calls, calls + 1);
+  });
+});
+
+describe('the counts\' breaker (failingFast)', () => {
+  const RETRY_MS = 500;
+  beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 }));
+  afterEach(() => mock.timers.reset());
+
+  test('after a failed question none is asked for a while, then one asks while the others fail at once; each change is heard once', async () => {
+    const server = new CountingServer();
+    const changes: boolean[] = [];
+    const guarded = failingFast(server, RETRY_MS, (available) => void changes.push(available));
+    assert.equal((await guarded.addAndRead('read:a', 1, WINDOW_MS)).count, 1);
+
+    server.failing = true;
+    await assert.rejects(guarded.addAndRead('read:a', 1, WINDOW_MS), /Redis is down/);
+    await assert.rejects(guarded.read('read:a'), /unavailable/);
+    await pass(RETRY_MS - 1);
+    await assert.rejects(guarded.read('read:a'), /unavailable/);
+    assert.equal(server.calls, 2);
+
+    // Past the wait one question asks (and fails again); the wait starts over.
+    await pass(1);
+    await assert.rejects(guarded.read('read:a'), /Redis is down/);
+    await assert.rejects(guarded.read('read:a'), /unavailable/);
+    assert.equal(server.calls, 3);
+
+    // Redis is back: while the one question is on its way the others still fail at once.
+    server.failing = false;
+    server.answerAfterMs = 10;
+    await pass(RETRY_MS);
+    const probe = guarded.read('read:a');
+    await assert.rejects(guarded.addAndRead('read:a', 1, WINDOW_MS), /unavailable/);
+    await pass(10);
+    assert.equal((await probe).count, 1);
+    server.answerAfterMs = 0;
+    assert.equal((await guarded.addAndRead('read:a', 1, WINDOW_MS)).count, 2);
+    assert.equal(server.calls, 5);
+    assert.deepEqual(changes, [false, true]);
   });
 });
 

@@ -11,7 +11,7 @@ import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import { apiError } from '../errors.ts';
 import { type RateLimitKind, notesOf } from './request-notes.ts';
-import { SharedCounts, redisCountServer } from './shared-counts.ts';
+import { SharedCounts, failingFast, redisCountServer } from './shared-counts.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -46,12 +46,15 @@ export const RATE_LIMIT_HEADERS = { limit: 'RateLimit-Limit', remaining: 'RateLi
 
 /**
  * Redis is asked with no queue, so a stopped Redis costs a request nothing, and with a deadline,
- * so a stalled one costs at most this. A command to a reachable Redis takes under 1 ms; the
- * margin is for a busy event loop (embedded PGlite runs on it), where a late answer would
- * only let one request through unlimited.
+ * so a stalled one costs at most this, to one request in each REDIS_RETRY_MS (failingFast in
+ * src/http/shared-counts.ts). A command to a reachable Redis takes under 1 ms; the margin is for
+ * a busy event loop (embedded PGlite runs on it), where a late answer would only let one request
+ * through unlimited.
  */
 const REDIS_COMMAND_TIMEOUT_MS = 250;
-/** ... and reconnection is retried with backoff up to this, so limits return within it. */
+/** After a failed question, Redis is asked again after this long, by one request. */
+const REDIS_RETRY_MS = 500;
+/** Reconnection is retried with backoff up to this, so limits return within it and REDIS_RETRY_MS. */
 const REDIS_MAX_RECONNECT_DELAY_MS = 1_000;
 const REDIS_CONNECT_TIMEOUT_MS = 1_000;
 
@@ -69,7 +72,7 @@ function rateLimited(request: FastifyRequest, kind: RateLimitKind, max: number, 
     .withHeaders({ ...limitHeaders({ max, remaining: 0, ttlInSeconds: Number(reset) }), 'retry-after': reset });
 }
 
-function connectRedis(app: FastifyInstance, url: string): Redis {
+function connectRedis(url: string): Redis {
   const redis = new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -77,19 +80,18 @@ function connectRedis(app: FastifyInstance, url: string): Redis {
     connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
     retryStrategy: (attempt) => Math.min(attempt * 100, REDIS_MAX_RECONNECT_DELAY_MS),
   });
-  // One log line per transition; 'error' repeats at every failed reconnect.
-  let available = true;
-  redis.on('error', (error: Error) => {
-    if (!available) return;
-    available = false;
-    app.log.warn({ error: error.message }, 'rate-limit store unavailable; limits fail open until it returns');
-  });
-  redis.on('ready', () => {
-    if (available) return;
-    available = true;
-    app.log.info('rate-limit store available again; limits enforced');
-  });
+  // The connection's errors repeat at every failed reconnect; the counts' failures are what the
+  // log reports (sharedCounts), once per outage. Without a listener ioredis writes each to stderr.
+  redis.on('error', () => {});
   return redis;
+}
+
+/** One log line when the counts cannot reach Redis, and one when they can again. */
+function logAvailability(app: FastifyInstance) {
+  return (available: boolean, error?: Error) => {
+    if (available) app.log.info('rate-limit store available again; limits enforced');
+    else app.log.warn({ error: error?.message }, 'rate-limit store unavailable; limits fail open until it returns');
+  };
 }
 
 export interface RateLimitSettings {
@@ -108,8 +110,8 @@ const REDIS_KEY_PREFIX = 'pds-rate-limit:';
  */
 async function sharedCounts(app: FastifyInstance, redisUrl: string | undefined): Promise<FastifyRateLimitStoreCtor | undefined> {
   if (!redisUrl) return undefined;
-  const redis = connectRedis(app, redisUrl);
-  const server = redisCountServer(redis, REDIS_KEY_PREFIX);
+  const redis = connectRedis(redisUrl);
+  const server = failingFast(redisCountServer(redis, REDIS_KEY_PREFIX), REDIS_RETRY_MS, logAvailability(app));
   // The plugin makes its one store itself; the instance is kept to stop its syncing on close.
   let made: SharedCounts | undefined;
   class RedisCounts extends SharedCounts {

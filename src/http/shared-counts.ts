@@ -234,6 +234,45 @@ function nearLimit(count: number, max: number): boolean {
   return count * 2 > max;
 }
 
+/**
+ * `server` with a breaker: once a question fails (Redis refused it, dropped the connection, or
+ * stalled past the command timeout), every question fails at once for `retryAfterMs`, and then
+ * one asks whether Redis is back while the others still fail at once. So a stalled Redis costs one
+ * request its command timeout, not every request once per question (a partner's asks two: the
+ * failed-authentication check and its count); the limits fail open meanwhile. `onChange` hears
+ * each change of availability once.
+ */
+export function failingFast(server: CountServer, retryAfterMs: number, onChange: (available: boolean, error?: Error) => void): CountServer {
+  let available = true;
+  let retryAt = 0;
+  let probing = false;
+  const ask = (question: () => Promise<WindowCount>): Promise<WindowCount> => {
+    if (!available && (probing || Date.now() < retryAt)) return Promise.reject(new Error('The rate-limit store is unavailable.'));
+    const probe = !available;
+    probing ||= probe;
+    return question().then((answer) => {
+      if (probe) probing = false;
+      if (!available) {
+        available = true;
+        onChange(true);
+      }
+      return answer;
+    }, (error: Error) => {
+      if (probe) probing = false;
+      retryAt = Date.now() + retryAfterMs;
+      if (available) {
+        available = false;
+        onChange(false, error);
+      }
+      throw error;
+    });
+  };
+  return {
+    addAndRead: (key, by, windowMs) => ask(() => server.addAndRead(key, by, windowMs)),
+    read: (key) => ask(() => server.read(key)),
+  };
+}
+
 /** Adds to a key's count and reads it in one step; a key without a window gets one. */
 const ADD_AND_READ = `
 local count = redis.call('INCRBY', KEYS[1], ARGV[1])
