@@ -4,9 +4,12 @@
  * an error answer and a write's counts. Nothing the caller sent as data reaches the log.
  */
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { type Response, Harness } from './support/harness.ts';
 import { parseExposition, valueOf } from './support/prometheus.ts';
+import { eventually } from './support/eventually.ts';
 
 const PRIVATE_EMAIL = 'ada.lovelace.private@example.edu';
 const PRIVATE_NAME = 'Augusta-Lovelace';
@@ -84,6 +87,45 @@ describe('access log', () => {
     assert.deepEqual([entry.method, entry.route, entry.token_id, entry.university_id], ['PUT', '/v1/students', university.write.id, university.id]);
     assert.deepEqual(entry.batch, { resource: 'students', ...response.json.counts });
     for (const value of [PRIVATE_EMAIL, PRIVATE_NAME, cohort]) assert.ok(!text.includes(value), `${value} reached the log`);
+  });
+
+  test('a write whose client went away before the answer: its committed batch is logged, cut off, and counted', async () => {
+    const [{ name: cohort }] = await h.sql<{ name: string }>('select name from cohorts where university_id = $1 limit 1', [university.id]);
+    const createdCount = async () => valueOf(parseExposition((await h.get('/metrics', null)).body), 'pds_batch_rows_total', { resource: 'students', outcome: 'created' });
+    const before = await createdCount();
+    // The batch's transaction waits until the client has gone.
+    let clientGone!: () => void;
+    const gone = new Promise<void>((resolve) => { clientGone = resolve; });
+    const transaction = h.store.transaction.bind(h.store);
+    h.store.transaction = async (fn, options) => {
+      await gone;
+      return transaction(fn, options);
+    };
+    try {
+      await h.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = h.app.server.address() as AddressInfo;
+      lines.length = 0;
+      const body = JSON.stringify({ students: [{ email: 'gone.client@example.edu', first_name: 'Gone', last_name: 'Client', cohort_name: cohort, is_alumni: false }] });
+      const sent = request({ port, method: 'PUT', path: '/v1/students', headers: {
+        authorization: `Bearer ${university.write.token}`, 'content-type': 'application/json', 'x-request-id': 'gone-client-1',
+      } });
+      sent.on('error', () => {});
+      sent.end(body);
+      // The request reaches its transaction, which waits; then the client goes.
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      sent.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      clientGone();
+      await eventually(() => lines.some((line) => JSON.parse(line).reqId === 'gone-client-1'), 3_000, 'the access line');
+      const entry = JSON.parse(lines.find((line) => JSON.parse(line).reqId === 'gone-client-1')!);
+      assert.deepEqual([entry.msg, entry.route, entry.status, entry.cut_off], ['request completed', '/v1/students', 200, true]);
+      assert.deepEqual(entry.batch, { resource: 'students', created: 1, updated: 0, unchanged: 0, rejected: 0 });
+      assert.equal((await h.sql('select 1 from students where email = $1', ['gone.client@example.edu'])).length, 1);
+      assert.equal(await createdCount(), before + 1);
+    } finally {
+      h.store.transaction = transaction;
+      clientGone();
+    }
   });
 
   test('a 401: the error code, no token', async () => {

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { LIMITS } from '../src/limits.ts';
 import { arrayLiteralElements, regexComplaint } from '../src/query/patterns.ts';
 import { Harness, backends } from './support/harness.ts';
+import { parseExposition, valueOf } from './support/prometheus.ts';
 
 describe('the pattern guard (pure)', () => {
   test('refuses back-references, nested repetition, big bounds, many repetitions and basic syntax', () => {
@@ -81,6 +82,9 @@ for (const backend of backends()) {
             : tx.queryColumns(text, params)),
         });
       }, options);
+      const answeredCount = async () => valueOf(parseExposition((await h.get('/metrics', null)).body), 'pds_http_requests_total',
+        { route: '/v1/students', method: 'GET', status: '200' });
+      const answeredBefore = await answeredCount();
       try {
         await h.app.listen({ port: 0, host: '127.0.0.1' });
         const { port } = h.app.server.address() as AddressInfo;
@@ -106,6 +110,8 @@ for (const backend of backends()) {
         const errors = lines.map((l) => JSON.parse(l)).filter((e) => e.level === 50);
         assert.ok(errors.some((e) => e.reqId === outcome.requestId && e.code === '57P01'), 'logged at error level with the request id');
         assert.ok(!lines.some((l) => l.includes('administrator command')), 'the failure\'s message never reaches the log');
+        // Cut off, it ran no onResponse hook; it is counted all the same (src/http/answered.ts).
+        assert.equal(await answeredCount(), answeredBefore + 1);
       } finally {
         h.store.transaction = transaction;
       }

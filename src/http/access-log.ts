@@ -2,7 +2,8 @@
  * One access-log line per request, written when it is answered (Fastify's own two lines are
  * off): request id, method, route template, status, duration, body bytes, who asked (token id and
  * its university or consortium), the error code of an error answer, a write batch's counts, and
- * `idempotent_replay` on a write answered with the stored answer of its Idempotency-Key.
+ * `idempotent_replay` on a write answered with the stored answer of its Idempotency-Key, and
+ * `cut_off` on an answer not sent whole.
  * Never the URL, a query value, a body value, a token or a key: nothing personal reaches the log.
  */
 import { Readable, Transform, pipeline } from 'node:stream';
@@ -52,6 +53,8 @@ function accessLine(request: FastifyRequest, reply: FastifyReply) {
     error_code: errorCode ?? null,
     ...(batch ? { batch: { resource: batch.resource, ...batch.counts } } : {}),
     ...(idempotentReplay ? { idempotent_replay: true } : {}),
+    // The answer was not sent whole: the client went away, or a streamed page failed (src/http/answered.ts).
+    ...(reply.raw.writableFinished ? {} : { cut_off: true }),
   };
 }
 
