@@ -21,6 +21,8 @@ interface ErrorDefinition<Args extends readonly unknown[]> {
   readonly when: string;
   readonly text: (...args: Args) => ErrorText;
   readonly headers?: Readonly<Record<string, string>>;
+  /** Raised by the operator API alone: the partners' OpenAPI description leaves it out. */
+  readonly operatorOnly?: true;
 }
 
 /** Keeps each definition's argument types, so `apiError` checks what a raise passes. */
@@ -253,22 +255,27 @@ export const ERRORS = {
     text: (field?: string, value?: string) => ({ message: field ? `${field} ${value} does not exist.` : 'A referenced record does not exist.' }),
   }),
   EMAIL_TAKEN: define({
+    operatorOnly: true,
     status: 409, when: 'An account already holds the address.',
     text: () => ({ message: 'An account already holds that address.' }),
   }),
   CAMPUS_NOT_FOUND: define({
+    operatorOnly: true,
     status: 400, when: 'An app-side cohort names a campus the university does not have.',
     text: (campus: string) => ({ message: `No campus named "${campus}" at the university.` }),
   }),
   UNKNOWN_TEMPLATE: define({
+    operatorOnly: true,
     status: 400, when: 'An app-side cohort names a résumé template the university does not have.',
     text: (unknown: readonly string[]) => ({ message: `Unknown résumé templates: ${unknown.join(', ')}.`, hint: 'Create them with POST /admin/v1/resume-templates.' }),
   }),
   INVALID_DATE_RANGE: define({
+    operatorOnly: true,
     status: 400, when: 'An app-side cohort whose end_date is not after its start_date.',
     text: (start: string, end: string) => ({ message: `end_date ${end} is not after start_date ${start}.` }),
   }),
   TOKEN_NOT_ACTIVE: define({
+    operatorOnly: true,
     status: 409, when: 'A rotation of a token that is revoked or expired already.',
     text: (state: 'revoked' | 'expired') => ({
       message: `The token is ${state}; only an active token can be rotated.`, hint: 'Issue a new token with POST /admin/v1/tokens.',

@@ -71,6 +71,20 @@ for (const backend of backends()) {
       assertMatches('GET', '/v1/students', partial);
     });
 
+    test('a HEAD of a counted page answers the headers its own operation documents, and every header the service adds is documented', async () => {
+      const get = await h.get('/v1/students?limit=2', north.read_token, { prefer: 'count=exact' });
+      const head = await h.request({ method: 'HEAD', url: '/v1/students?limit=2', headers: { authorization: `Bearer ${north.read_token}`, prefer: 'count=exact' } });
+      assert.equal(head.status, 206);
+      assert.equal(head.body, '');
+      assert.deepEqual(v.headerProblems('HEAD', '/v1/students', 206, head.headers), []);
+      for (const [method, res] of [['GET', get], ['HEAD', head]] as const) {
+        const documented = Object.keys(v.response(method, '/v1/students', 206).response.headers).map((name) => name.toLowerCase());
+        for (const name of ['content-range', 'preference-applied', 'x-request-id', 'ratelimit-limit']) {
+          assert.ok(res.headers[name] !== undefined && documented.includes(name), `${method} ${name}`);
+        }
+      }
+    });
+
     test('pages and single objects with nulls stripped match under their own media types', async () => {
       for (const contentType of Object.values(STRIPPED_MEDIA_TYPES)) {
         const accept = mediaTypeWithParameters(contentType);
@@ -185,7 +199,7 @@ describe('a rate-limited response matches the OpenAPI description', () => {
     assert.deepEqual(v.bodyProblems('GET', '/v1/campuses', 429, limited.json), []);
     assert.deepEqual(v.headerProblems('GET', '/v1/campuses', 429, limited.headers), []);
     const documented = Object.keys(v.response('GET', '/v1/campuses', 429).response.headers).map((name) => name.toLowerCase()).sort();
-    assert.deepEqual(documented, ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after']);
+    assert.deepEqual(documented, ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after', 'x-request-id']);
     for (const name of documented) assert.ok(limited.headers[name] !== undefined, name);
   });
 });

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { FastifyInstance } from 'fastify';
 import { ERRORS } from '../src/errors.ts';
 import { LIMITS } from '../src/limits.ts';
@@ -91,7 +92,7 @@ describe('the OpenAPI description', () => {
       Object.keys(item).filter((key) => key !== 'servers').map((method) => ({ method: method.toUpperCase(), url: item.servers ? path : `${base}${path}` })));
     for (const { method, url } of documented) assert.ok(h.app.hasRoute({ method, url }), `${method} ${url} is documented but not served`);
     const operations = new Set(documented.map(({ method, url }) => `${method} ${url}`));
-    // HEAD is served beside each GET and documented with it.
+    // Fastify serves HEAD beside each GET; the reads document theirs (checked against their GET below).
     const served = registeredRoutes(h.app).filter((route) => route.split(' ')[1].startsWith(`${base}/`) && !route.startsWith('HEAD '));
     assert.ok(served.includes(`GET ${base}/student_engagement_monthly`), 'nested routes are read');
     for (const route of served.filter((r) => !operations.has(r))) {
@@ -102,7 +103,10 @@ describe('the OpenAPI description', () => {
       });
       assert.ok(['METHOD_NOT_ALLOWED', 'PGRST205', 'PGRST125', 'PGRST202'].includes(res.json?.code), `${route} is served but neither documented nor a refusal: ${res.status}`);
     }
-    for (const operation of operations) assert.ok(served.includes(operation) || !operation.split(' ')[1].startsWith(`${base}/`), operation);
+    for (const operation of operations) {
+      const [method, url] = operation.split(' ');
+      assert.ok(served.includes(method === 'HEAD' ? `GET ${url}` : operation) || !url.startsWith(`${base}/`), operation);
+    }
   });
 
   test('the operator API stays out; the probes resolve at the root and need no token', () => {
@@ -164,8 +168,16 @@ describe('the OpenAPI description', () => {
       for (const name of ['Range', 'Prefer']) assert.equal(named(name).in, 'header', name);
       for (const column of resource.columns) assert.equal(named(column.name).schema.$ref, '#/components/schemas/Filter', column.name);
       assert.equal(new Set(parameters.map((p: any) => `${p.in} ${p.name}`)).size, parameters.length);
-      assert.deepEqual(Object.keys(get.responses['200'].headers).sort(), ['Content-Range', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']);
+      assert.deepEqual(Object.keys(get.responses['200'].headers).sort(),
+        ['Content-Range', 'Preference-Applied', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id']);
       assert.ok(get.responses['406'], 'Accept refusals are documented');
+      // HEAD: the same parameters and headers, no body.
+      const head = doc.paths[`/${resource.name}`].head;
+      assert.deepEqual(head.parameters, get.parameters);
+      for (const status of ['200', '206']) {
+        assert.deepEqual(head.responses[status].headers, get.responses[status].headers, status);
+        assert.equal(head.responses[status].content, undefined, status);
+      }
     }
     assert.ok(resolve(doc.paths['/students'].get.responses['429'].$ref).headers['Retry-After']);
     assert.ok(resolve(doc.paths['/students'].get.responses['503'].$ref).headers['Retry-After']);
@@ -195,6 +207,15 @@ describe('the OpenAPI description', () => {
     assert.deepEqual(rowOf('cohorts', 'post').required.sort(), ['degree', 'display_name', 'end_date', 'intake_term', 'intake_year', 'name', 'program', 'start_date']);
     assert.deepEqual(rowOf('cohorts', 'put').required, ['name']);
     assert.match(rowOf('cohorts', 'put').description, /a row that creates needs every field a create needs/);
+    // What the row rules refuse, the schemas refuse: a blank text field, a year out of range.
+    const refuses = (schema: any, value: unknown) => !new Ajv2020({ strict: false }).validate(schema, value);
+    const [student, cohort] = [rowOf('students', 'patch'), rowOf('cohorts', 'patch')];
+    for (const [schema, blank] of [[student.properties.external_id, '  '], [cohort.properties.campus_name, ''], [student.properties.first_name, ' ']]) {
+      assert.ok(refuses(schema, blank), JSON.stringify(schema));
+      assert.ok(!refuses(schema, 'A-1'));
+    }
+    assert.ok(!refuses(student.properties.external_id, null), 'null clears it');
+    assert.deepEqual([cohort.properties.intake_year.minimum, cohort.properties.intake_year.maximum], [1900, 2200]);
   });
 
   test('batch responses: every field always sent is required, the row codes an enumeration, the key nullable when rejected', () => {
@@ -215,11 +236,25 @@ describe('the OpenAPI description', () => {
     }
   });
 
+  test('every operation can meet a refusal of its method: 405 METHOD_NOT_ALLOWED with Allow, in the 4XX response', () => {
+    const refused = doc.components.responses.RefusedRequest;
+    assert.match(refused.description, /`METHOD_NOT_ALLOWED` \(405\)/);
+    assert.equal(refused.headers.Allow.$ref, '#/components/headers/Allow');
+    for (const item of Object.values<any>(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(item)) {
+        if (method !== 'servers') assert.equal(operation.responses['4XX'].$ref, '#/components/responses/RefusedRequest', method);
+      }
+    }
+  });
+
   test('the error body: every field required, code an enumeration of the catalogue and the SQLSTATEs passed through', () => {
     const error = doc.components.schemas.Error;
     assert.deepEqual(error.required, ['code', 'message', 'details', 'hint']);
     const codes = new Set<string>(error.properties.code.enum);
-    for (const code of Object.keys(ERRORS)) assert.ok(codes.has(code), code);
+    // The operator API's own codes stay out, as the operator API does.
+    for (const [code, definition] of Object.entries(ERRORS)) assert.equal(codes.has(code), !('operatorOnly' in definition), code);
+    for (const code of ['EMAIL_TAKEN', 'TOKEN_NOT_ACTIVE', 'CAMPUS_NOT_FOUND']) assert.ok(!codes.has(code), code);
+    assert.ok(!resolve(doc.paths['/students'].put.responses['409'].$ref).description.includes('EMAIL_TAKEN'));
     for (const code of ['22P02', '22007', '2201B', '42883', '42601']) assert.ok(codes.has(code), `${code} passes through`);
     for (const code of ['42501', '23505', '40001', '57014', '08006']) assert.ok(!codes.has(code), `${code} is answered with a catalogue code`);
     for (const code of codes) assert.ok(Object.hasOwn(ERRORS, code) || passThroughStatus(code) !== undefined, code);

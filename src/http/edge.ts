@@ -18,7 +18,7 @@ import { RESPONSE_HEADERS } from './response-headers.ts';
 const REQUEST_ID_HEADER = RESPONSE_HEADERS.requestId.toLowerCase();
 
 /** An incoming X-Request-Id is kept only when it is a short token safe in headers and logs. */
-const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+export const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /** How long a socket answered at parser level may stay open to let the client read the answer. */
 const CLIENT_ERROR_LINGER_MS = 1_000;

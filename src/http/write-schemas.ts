@@ -13,13 +13,14 @@ import { type JsonSchema, withNull } from './schemas.ts';
 const singleLine = (field: WriteField): JsonSchema => ({ type: 'string', maxLength: field.maxLength, pattern: SINGLE_LINE_TEXT_PATTERN });
 
 const KIND_SCHEMAS: Record<FieldKind, (field: WriteField) => JsonSchema> = {
-  // A required text field is never blank, as the row rules say.
-  text: (field) => ({ ...singleLine(field), ...(field.requiredOnCreate ? { pattern: NAME_PATTERN } : {}) }),
+  // No text field is blank, as the row rules say: a blank required one is missing, a blank
+  // optional one refused (null clears it).
+  text: (field) => ({ ...singleLine(field), pattern: NAME_PATTERN }),
   email: (field) => ({ type: 'string', format: 'email', maxLength: field.maxLength }),
   phone: (field) => ({ type: 'string', maxLength: field.maxLength }),
   date: () => ({ type: 'string', format: 'date' }),
   boolean: () => ({ type: 'boolean' }),
-  integer: () => ({ type: 'integer' }),
+  integer: (field) => ({ type: 'integer', ...(field.range ? { minimum: field.range.min, maximum: field.range.max } : {}) }),
   enum: (field) => ({ type: 'string', enum: [...field.values ?? []] }),
   'text[]': (field) => ({ type: 'array', items: singleLine(field) }),
 };

@@ -31,6 +31,8 @@ export interface WriteField {
   readonly nullable: boolean;
   /** In characters (code points), as JSON Schema's maxLength counts. */
   readonly maxLength?: number;
+  /** The least and greatest value of an integer field. */
+  readonly range?: { readonly min: number; readonly max: number };
   readonly values?: readonly string[];
   readonly description?: string;
 }
@@ -82,7 +84,8 @@ export const COHORT_SHAPE = {
     degree: name,
     start_date: { kind: 'date', requiredOnCreate: true, nullable: false },
     end_date: { kind: 'date', requiredOnCreate: true, nullable: false },
-    intake_year: { kind: 'integer', requiredOnCreate: true, nullable: false },
+    // Intake years outside this range are typing mistakes.
+    intake_year: { kind: 'integer', requiredOnCreate: true, nullable: false, range: { min: 1900, max: 2200 } },
     intake_term: { kind: 'enum', requiredOnCreate: true, nullable: false, values: INTAKE_TERMS },
     campus_name: { kind: 'text', requiredOnCreate: false, nullable: true, maxLength: MAX_NAME_LENGTH },
     study_mode: { kind: 'enum', requiredOnCreate: false, nullable: true, values: STUDY_MODES },

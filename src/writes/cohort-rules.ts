@@ -15,8 +15,7 @@ export type CohortRejection = Rejection<CohortRowCode>;
 /** The fields a cohort record holds; every other sent key is reported in dropped_fields. */
 export const COHORT_FIELDS: ReadonlySet<string> = new Set(fieldNames(COHORT_SHAPE));
 
-/** Intake years outside this range are typing mistakes. */
-const INTAKE_YEARS = { min: 1900, max: 2200 };
+const INTAKE_YEARS = COHORT_SHAPE.fields.intake_year.range;
 
 /** A cohort's fields besides its name; a list cleared with null holds no templates. */
 export type CohortFields = Omit<CohortFieldValues, 'name' | 'resume_template_names'> & { resume_template_names: string[] };

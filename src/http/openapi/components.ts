@@ -10,6 +10,7 @@ import { LIMITS } from '../../limits.ts';
 import { ftsOperators, isValues, quantifiableOperators, simpleOperators } from '../../query/syntax.ts';
 import { type Column, type ColumnType, type Resource, resources, resourcesByName } from '../../resources/registry.ts';
 import type { WritableResource } from '../../resources/write-shapes.ts';
+import { SAFE_REQUEST_ID } from '../edge.ts';
 import { RATE_LIMIT_HEADERS } from '../rate-limits.ts';
 import { RESPONSE_HEADERS } from '../response-headers.ts';
 import { type JsonSchema, withNull } from '../schemas.ts';
@@ -184,7 +185,8 @@ export const HEADERS = {
       + '(otherwise `*`); the range is `*` when no row is returned.',
     schema: { type: 'string', pattern: '^(\\d+-\\d+|\\*)/(\\d+|\\*)$' },
   },
-  [RATE_LIMIT_HEADERS.limit]: integerHeader('Requests allowed per window (a minute): reads per source address, writes per token.'),
+  [RATE_LIMIT_HEADERS.limit]: integerHeader('Requests allowed per window (a minute) by the limit that counted this one: reads per source '
+    + 'address, writes per token, and, on a 401, failed authentications per source address.'),
   [RATE_LIMIT_HEADERS.remaining]: integerHeader('Requests left in the current window.'),
   [RATE_LIMIT_HEADERS.reset]: integerHeader('Seconds until the current window ends.'),
   [RESPONSE_HEADERS.preferenceApplied]: { description: 'The preferences of the Prefer header that were honoured, e.g. `tx=rollback` for a dry run.', schema: { type: 'string' } },
@@ -194,6 +196,12 @@ export const HEADERS = {
     schema: { type: 'string', enum: ['true'] },
   },
   'WWW-Authenticate': { description: '`Bearer`: the scheme the service authenticates with.', schema: { type: 'string' } },
+  [RESPONSE_HEADERS.requestId]: {
+    description: 'The request\'s id: the `X-Request-Id` the client sent when it matches this pattern, else one the service made. '
+      + 'Every log line of the request carries it; quote it to support.',
+    schema: { type: 'string', pattern: SAFE_REQUEST_ID.source },
+  },
+  Allow: { description: 'On a 405: the methods the path serves.', schema: { type: 'string' } },
 } satisfies Record<string, OpenAPIV3_1.HeaderObject>;
 
 export type HeaderName = keyof typeof HEADERS;

@@ -11,10 +11,11 @@ import { LIMITS } from '../../limits.ts';
 import { resources } from '../../resources/registry.ts';
 import { meResponse } from '../me.ts';
 import { OPENAPI_PATH, PARTNER_PREFIX } from '../prefixes.ts';
+import { RESPONSE_HEADERS } from '../response-headers.ts';
 import type { JsonSchema } from '../schemas.ts';
 import { BATCH_SCHEMAS } from './batch-schemas.ts';
 import { CHANGE_SCHEMAS } from './change-schemas.ts';
-import { HEADERS, PARAMETERS, READ_SCHEMAS, SECURITY_SCHEMES } from './components.ts';
+import { HEADERS, PARAMETERS, READ_SCHEMAS, SECURITY_SCHEMES, headerRefs } from './components.ts';
 import { ERROR_SCHEMA, REFUSED_REQUEST, UNEXPECTED_ERROR, errorResponse, errorResponseName } from './error-responses.ts';
 import { type DocumentedOperation, OPERATIONS, OTHER_TAGS } from './operations.ts';
 
@@ -51,6 +52,12 @@ const ROOT_SERVER: OpenAPIV3_1.ServerObject = { url: '/', description: 'The serv
 
 const responseRef = (name: string): OpenAPIV3_1.ReferenceObject => ({ $ref: `#/components/responses/${name}` });
 
+/** Every answer carries its request id (src/http/edge.ts). */
+function withRequestId(response: OpenAPIV3_1.ResponseObject | OpenAPIV3_1.ReferenceObject): OpenAPIV3_1.ResponseObject {
+  if ('$ref' in response) throw new Error('An operation\'s own responses are written in place, not referenced.');
+  return { ...response, headers: { ...response.headers, ...headerRefs([RESPONSE_HEADERS.requestId]) } };
+}
+
 /**
  * A path item of 3.1 operations: openapi-types' own PathItemObject also demands 3.0 operations
  * of it, which 3.1 schemas are not.
@@ -70,7 +77,7 @@ function buildOpenApiDocument(): OpenApiDocument {
     item[method] = {
       ...operation,
       responses: {
-        ...operation.responses,
+        ...Object.fromEntries(Object.entries(operation.responses).map(([status, response]) => [status, withRequestId(response)])),
         ...Object.fromEntries(errors.map((status) => [status, responseRef(errorResponseName(status))])),
         '4XX': responseRef('RefusedRequest'),
         default: responseRef('UnexpectedError'),

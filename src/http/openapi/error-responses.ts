@@ -16,6 +16,9 @@ const passedThroughSqlstates = [...new Set<string>(Object.values(PostgresError))
   .filter((code) => passThroughStatus(code) !== undefined && !Object.hasOwn(ERRORS, code))
   .sort();
 
+/** The catalogue's codes a partner can meet: the description leaves out those of the operator API alone. */
+const PARTNER_ERRORS = Object.entries(ERRORS).filter(([, definition]) => !('operatorOnly' in definition));
+
 export const ERROR_SCHEMA: JsonSchema = {
   type: 'object',
   description: 'The body of every error response.',
@@ -23,7 +26,7 @@ export const ERROR_SCHEMA: JsonSchema = {
   properties: {
     code: {
       type: 'string',
-      enum: [...Object.keys(ERRORS), ...passedThroughSqlstates],
+      enum: [...PARTNER_ERRORS.map(([code]) => code), ...passedThroughSqlstates],
       description: 'A code of the service\'s catalogue (docs/api.md, "Errors"), or the SQLSTATE of a PostgreSQL error the '
         + 'request\'s own values caused (a value the column\'s type refuses, an operator the type lacks), as PostgREST passes them on.',
     },
@@ -63,29 +66,36 @@ export const errorResponseName = (status: number) => (STATUS_CODES[status] ?? St
 
 /** The error response of a status: its codes from the catalogue and the SQLSTATE table, with their meanings. */
 export function errorResponse(status: number): OpenAPIV3_1.ResponseObject {
-  const codes = Object.entries(ERRORS).filter(([, d]) => d.status === status).map(([code, d]) => `\`${code}\`: ${d.when}`);
+  const codes = PARTNER_ERRORS.filter(([, d]) => d.status === status).map(([code, d]) => `\`${code}\`: ${d.when}`);
   const sqlstates = passedThroughSqlstates.some((code) => passThroughStatus(code) === status);
   if (codes.length === 0 && !sqlstates) throw new Error(`No error code answers with status ${status}.`);
   const passedOn = sqlstates ? ['A PostgreSQL SQLSTATE (listed in `Error.code`): a value or operator of the request the column\'s type refuses.'] : [];
   const headers = [...new Set([
     ...catalogueHeaders(status), ...RAISED_ERROR_HEADERS[status] ?? [], ...(COUNTED_STATUSES.has(status) ? RATE_LIMIT_HEADER_NAMES : []),
+    RESPONSE_HEADERS.requestId,
   ])];
   return {
     description: [`${STATUS_CODES[status]}.`, ...codes, ...passedOn].join('\n\n'),
-    ...(headers.length > 0 ? { headers: headerRefs(headers) } : {}),
+    headers: headerRefs(headers),
     content: { 'application/json': { schema: schemaRef('Error') } },
   };
 }
 
-/** What the edge refuses before any route runs (src/http/edge.ts): every operation can meet these. */
-const EDGE_ERRORS: readonly ErrorCode[] = ['BAD_REQUEST', 'REQUEST_TIMEOUT', 'EXPECTATION_FAILED', 'HEADERS_TOO_LARGE'];
+/**
+ * What the edge refuses before any route runs (src/http/edge.ts), and a method the path does not
+ * serve (src/http/methods.ts): every operation can meet these.
+ */
+const REFUSALS: readonly ErrorCode[] = ['BAD_REQUEST', 'REQUEST_TIMEOUT', 'EXPECTATION_FAILED', 'HEADERS_TOO_LARGE', 'METHOD_NOT_ALLOWED'];
 
 export const REFUSED_REQUEST: OpenAPIV3_1.ResponseObject = {
-  description: ['A request the service refuses whatever its path.', ...EDGE_ERRORS.map((code) => `\`${code}\` (${ERRORS[code].status}): ${ERRORS[code].when}`)].join('\n\n'),
+  description: ['A request the service refuses whatever its path, or a method the path does not serve.',
+    ...REFUSALS.map((code) => `\`${code}\` (${ERRORS[code].status}): ${ERRORS[code].when}`)].join('\n\n'),
+  headers: headerRefs(['Allow']),
   content: { 'application/json': { schema: schemaRef('Error') } },
 };
 
 export const UNEXPECTED_ERROR: OpenAPIV3_1.ResponseObject = {
-  description: 'Any other error, such as 500 `INTERNAL`, with the same body.',
+  description: 'Any other error, such as 500 `INTERNAL`, with the same body; its hint quotes the request id.',
+  headers: headerRefs([RESPONSE_HEADERS.requestId]),
   content: { 'application/json': { schema: schemaRef('Error') } },
 };

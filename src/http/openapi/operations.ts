@@ -29,7 +29,7 @@ export const OTHER_TAGS = {
 } as const;
 
 export interface DocumentedOperation {
-  readonly method: 'get' | 'put' | 'post' | 'patch';
+  readonly method: 'get' | 'head' | 'put' | 'post' | 'patch';
   /** The URL the route is served at. */
   readonly url: string;
   /** The statuses it answers with the error body; any other error is the `default` response. */
@@ -58,13 +58,12 @@ function readContent(row: OpenAPIV3_1.ReferenceObject): Record<string, OpenAPIV3
   ]);
 }
 
+/** The headers of a read's page: its range, the rate limit's, and the count preference honoured. */
+const PAGE_HEADERS = headerRefs([RESPONSE_HEADERS.contentRange, ...RATE_LIMIT_HEADER_NAMES, RESPONSE_HEADERS.preferenceApplied]);
+
 function readOperation(resource: Resource): DocumentedOperation {
   const row = schemaRef(rowSchemaName(resource));
-  const page = (description: string): OpenAPIV3_1.ResponseObject => ({
-    description,
-    headers: headerRefs([RESPONSE_HEADERS.contentRange, ...RATE_LIMIT_HEADER_NAMES]),
-    content: readContent(row),
-  });
+  const page = (description: string): OpenAPIV3_1.ResponseObject => ({ description, headers: PAGE_HEADERS, content: readContent(row) });
   return {
     method: 'get',
     url: `${PARTNER_PREFIX}/${resource.name}`,
@@ -78,11 +77,35 @@ function readOperation(resource: Resource): DocumentedOperation {
         + `\`Accept: ${mediaTypeName(READ_MEDIA_TYPES.singular)}\` answers the one matching row as an object (406 \`PGRST116\` unless exactly one matches), `
         + '`Accept: text/csv` answers CSV, and an Accept naming none of these nor JSON is refused 406 `PGRST107`. '
         + `\`Accept: ${mediaTypeWithParameters(STRIPPED_MEDIA_TYPES.json)}\` (or the single object's type with \`;nulls=stripped\`) leaves out every member whose value is null. `
-        + '`HEAD` answers the same status and headers without a body.',
+        + '`HEAD` answers the same status and headers without a body. '
+        + 'A method the path does not serve is 405 `METHOD_NOT_ALLOWED`, with `Allow` naming those it does.',
       parameters: [...READ_PARAMETERS.map(parameterRef), ...resource.columns.map(filterParameter)],
       responses: {
         200: page('The rows, a bare JSON array.'),
         206: page('Part of a total counted with `Prefer: count`: Content-Range says which rows of how many.'),
+      },
+    },
+  };
+}
+
+/** A read without its body (Fastify serves HEAD beside each GET): the status and headers alone, e.g. a total counted with `Prefer: count`. */
+function headOperation(read: DocumentedOperation): DocumentedOperation {
+  const { operationId, tags, summary, parameters } = read.operation;
+  const headers = (description: string): OpenAPIV3_1.ResponseObject => ({ description, headers: PAGE_HEADERS });
+  return {
+    method: 'head',
+    url: read.url,
+    errors: read.errors,
+    operation: {
+      operationId: operationId.replace(/^list/, 'head'),
+      tags,
+      summary: `${summary}: headers only`,
+      description: `The same request as \`GET ${read.url.slice(PARTNER_PREFIX.length)}\`, answered with its status and headers and no body: `
+        + 'with `Prefer: count=exact`, Content-Range gives the total without reading the rows out.',
+      parameters,
+      responses: {
+        200: headers('The headers of the page.'),
+        206: headers('The headers of a page that is part of a counted total.'),
       },
     },
   };
@@ -233,8 +256,11 @@ const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
   },
 ];
 
+const READ_OPERATIONS = resources.map(readOperation);
+
 export const OPERATIONS: readonly DocumentedOperation[] = [
-  ...resources.map(readOperation),
+  ...READ_OPERATIONS,
+  ...READ_OPERATIONS.map(headOperation),
   ...WRITABLE_RESOURCES.flatMap((resource) => WRITE_MODES.map((mode) => writeOperation(resource, mode))),
   ...FEEDS.map(changesOperation),
   ME_OPERATION,
