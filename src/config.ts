@@ -31,6 +31,32 @@ function integer(env: string, fallback: number | ((read: SettingsRead) => number
   };
 }
 
+/** A TCP port: 1 to 65535. */
+function port(env: string, fallback: number, meaning: string): Setting<number> {
+  const whole = integer(env, fallback, meaning);
+  return {
+    ...whole,
+    read(raw, read) {
+      const value = whole.read(raw, read);
+      if (value > 65_535) throw new Error(`${env} must be a port from 1 to 65535, got "${raw}"`);
+      return value;
+    },
+  };
+}
+
+/** A PostgreSQL connection URL (postgres:// or postgresql://, as postgres.js reads them). */
+const postgresUrl = (env: string, meaning: string): Setting<string | undefined> => ({
+  env, meaning, shown: 'unset',
+  read(raw) {
+    if (!given(raw)) return undefined;
+    const protocol = URL.canParse(raw) ? new URL(raw).protocol : null;
+    if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+      throw new Error(`${env} must be a PostgreSQL URL such as postgres://user:password@host:5432/database, got one ${protocol ? `of scheme ${protocol}` : 'that does not parse'}`);
+    }
+    return raw;
+  },
+});
+
 const text = (env: string, fallback: string, meaning: string): Setting<string> =>
   ({ env, meaning, shown: `\`${fallback}\``, read: (raw) => (given(raw) ? raw : fallback) });
 
@@ -62,9 +88,9 @@ function onOff(env: string, fallback: boolean, meaning: string): Setting<boolean
 }
 
 export const SETTINGS = {
-  port: integer('PORT', 8080, 'HTTP port'),
+  port: port('PORT', 8080, 'HTTP port'),
   host: text('HOST', '127.0.0.1', 'listen address'),
-  databaseUrl: optional('DATABASE_URL', 'PostgreSQL 15+ server; unset means the embedded PGlite'),
+  databaseUrl: postgresUrl('DATABASE_URL', 'PostgreSQL 15+ server; unset means the embedded PGlite'),
   dataDir: text('PDS_DATA_DIR', './.pds-data', 'PGlite\'s data folder, locked by one process at a time (`pds.lock`)'),
   adminKey: optional('PDS_ADMIN_KEY', 'enables the operator API `/admin/v1` with this bearer key'),
   metricsKey: optional('PDS_METRICS_KEY', 'when set, `GET /metrics` needs `Authorization: Bearer` this key; unset, it is open'),

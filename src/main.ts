@@ -6,13 +6,13 @@
  * and exits 1 before it writes anything; one that cannot have the folder, before it opens the store.
  */
 import { createServer } from 'node:net';
-import { readConfig } from './config.ts';
+import { type Config, readConfig } from './config.ts';
 import { DataDirInUseError, lockDataDir } from './db/data-dir-lock.ts';
 import { Database } from './db/database.ts';
 import { demoExists, loadDemoData } from './db/demo-data.ts';
 import { type DemoUniversity, issueDemoStartTokens } from './domain/demo.ts';
 import { migrate } from './db/migrate.ts';
-import { openStore } from './db/store.ts';
+import { StoreUnavailableError, isDatabaseError, openStore } from './db/store.ts';
 import { buildApp } from './http/app.ts';
 import { OPENAPI_PATH, OPERATOR_PREFIX, PARTNER_PREFIX } from './http/prefixes.ts';
 
@@ -40,7 +40,23 @@ async function checkAddress(config: { port: number; host: string }): Promise<voi
   await new Promise((resolve) => probe.close(resolve));
 }
 
-const config = readConfig();
+/** The one line for a store that cannot be opened; other errors (a migration's own fault) are not the store's. */
+function storeRefusal(error: unknown, databaseUrl: string | undefined): string | null {
+  // The host only: the URL may hold a password.
+  const where = databaseUrl ? `the PostgreSQL server at ${new URL(databaseUrl).host}` : 'the embedded store';
+  if (error instanceof StoreUnavailableError) {
+    return `Cannot start: ${where} is unavailable (${error.code}); check DATABASE_URL and that the server accepts connections.`;
+  }
+  if (isDatabaseError(error)) return `Cannot start: ${where} refused the service: ${error.message} (SQLSTATE ${error.code}).`;
+  return null;
+}
+
+let config: Config;
+try {
+  config = readConfig();
+} catch (error) {
+  refuseToStart(`Cannot start: ${(error as Error).message}.`);
+}
 await checkAddress(config);
 if (!config.databaseUrl) {
   try {
@@ -55,7 +71,14 @@ const store = await openStore({
   maxConnections: config.dbMaxConnections, readerSessions: config.readerSessions, citusReadNodes: config.citusReadNodes,
   timeouts: { connectTimeoutMs: config.dbConnectTimeoutMs, poolWaitMs: config.dbPoolWaitMs, storeWaitMs: config.dbWaitMs },
 });
-await migrate(store);
+try {
+  await migrate(store);
+} catch (error) {
+  const refusal = storeRefusal(error, config.databaseUrl);
+  if (!refusal) throw error;
+  await store.close();
+  refuseToStart(refusal);
+}
 const db = new Database(store, config.statementTimeoutMs);
 
 // The port is bound before demo tokens are issued, so a start whose address was taken after

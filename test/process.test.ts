@@ -120,6 +120,27 @@ describe('npm start and its data folder and port', () => {
     assert.equal(existsSync(newDir), false, 'the data folder was created');
   });
 
+  test('a setting that cannot be read, or a server that cannot be reached or refuses, is one line and exit 1, never a stack trace', async () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ PORT: 'abc' }, /^Cannot start: PORT must be a positive integer, got "abc"\.$/],
+      [{ PORT: '70000' }, /^Cannot start: PORT must be a port from 1 to 65535/],
+      [{ PDS_READ_LIMIT_PER_MIN: '-1' }, /^Cannot start: PDS_READ_LIMIT_PER_MIN must be a positive integer/],
+      [{ DATABASE_URL: 'mysql://someone:secret@127.0.0.1/db' }, /^Cannot start: DATABASE_URL must be a PostgreSQL URL .* scheme mysql:\.$/],
+      [{ DATABASE_URL: 'not a url' }, /^Cannot start: DATABASE_URL must be a PostgreSQL URL .* does not parse\.$/],
+      [{ DATABASE_URL: `postgres://someone:secret@127.0.0.1:${await freePort()}/db` }, /^Cannot start: the PostgreSQL server at 127\.0\.0\.1:\d+ is unavailable \(\w+\); check DATABASE_URL/],
+    ];
+    if (process.env.TEST_DATABASE_URL) {
+      const url = new URL(process.env.TEST_DATABASE_URL);
+      url.pathname = '/pds_no_such_database';
+      cases.push([{ DATABASE_URL: url.href }, /^Cannot start: the PostgreSQL server at .* refused the service: database "pds_no_such_database" does not exist \(SQLSTATE 3D000\)\.$/]);
+    }
+    for (const [env, expected] of cases) {
+      const line = await refused(start(await folder(), await freePort(), env));
+      assert.match(line, expected, JSON.stringify(env));
+      assert.ok(!line.includes('secret'), 'the password never reaches the output');
+    }
+  });
+
   test('standard output is JSON lines only: the banner is on standard error', async () => {
     const otherPort = await freePort();
     const started = start(await folder(), otherPort, { LOG_LEVEL: 'info' });
