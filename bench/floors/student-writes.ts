@@ -6,7 +6,8 @@
  * statements, and does the same database work:
  * - PUT of new students: lock the university (drawing the change feed's number), read the batch's state (students by address,
  *   number and secondary address; the address register; erased numbers; the cohort), claim the
- *   addresses, insert the accounts, the students and their alumni history;
+ *   addresses, insert the accounts, the students and their alumni history, and stamp the cohort they
+ *   joined for the change feed;
  * - its replay: the same state read alone, every row found;
  * - PATCH with cohort moves: lock, state read, move the students, stamp the cohorts they left and
  *   joined for the change feed, insert their alumni history.
@@ -102,6 +103,9 @@ async function putNewStudents(tx: Queryable, universityId: string, rows: readonl
     tx.query(`insert into accounts (university_id, kind, ${accounts.columns}) values ${accounts.rows}`, [universityId, ...accounts.params]),
     tx.query(`insert into students (university_id, change_seq, created_seq, ${inserts.columns}) values ${inserts.rows}`, [universityId, changeSeq, ...inserts.params]),
     tx.query(`insert into alumni_flag_history (university_id, reason, ${history.columns}) values ${history.rows}`, [universityId, ...history.params]),
+    // The cohorts the students joined show a new student count in the change feed.
+    tx.query('update cohorts set change_seq = $2::bigint where university_id = $1 and id = any($3::uuid[])',
+      [universityId, changeSeq, arrayLiteral([...new Set(kept.map((r) => cohortByName.get(r.cohort_name)!.id))])]),
   ]);
   return kept.length;
 }
