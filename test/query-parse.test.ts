@@ -93,6 +93,11 @@ describe('logic trees', () => {
     assertApiError(() => parseLogicTree('or', false, '(name.eq.Carol, Jr.,id.eq.1)'), 400, 'PGRST100');
     assertApiError(() => parseLogicTree('and', false, '(id.eq.1,id.neq.2))'), 400, 'PGRST100');
   });
+  test('text after an in-list\'s closing parenthesis is a parse error, as after a tree\'s', () => {
+    assertApiError(() => parseFilter(field('name'), 'in.(Ravi)junk'), 400, 'PGRST100');
+    assertApiError(() => parseFilter(field('name'), 'not.in.("a,b"),c'), 400, 'PGRST100');
+    assert.deepEqual(parseFilter(field('name'), 'in.(Ravi,"a)b")').operation, { kind: 'in', values: ['Ravi', 'a)b'] });
+  });
   test('the error message quotes the tree as sent, with the column of the fault', () => {
     try {
       parseLogicTree('or', false, '(id.eq.1,id.zz.2)');

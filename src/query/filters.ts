@@ -140,7 +140,10 @@ function readTreeItem(c: Cursor, depth: number): Condition {
 
 export function parseFilter(field: FieldRef, value: string): Filter {
   const c = new Cursor(value, 'filter');
-  return { kind: 'filter', field, ...readFilterOperation(c, false) };
+  const filter: Filter = { kind: 'filter', field, ...readFilterOperation(c, false) };
+  // Only an in-list ends before the value does: PostgREST drops what follows its `)`.
+  c.expectEnd();
+  return filter;
 }
 
 export function parseLogicTree(op: 'and' | 'or', negated: boolean, value: string): LogicTree {
