@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from './support/eventually.ts';
-import { ADMIN_KEY, Harness } from './support/harness.ts';
+import { ADMIN_KEY, Harness, type Response } from './support/harness.ts';
 
 interface RawResponse {
   status: number;
@@ -337,7 +337,11 @@ describe('the rate-limit store (Redis) down', () => {
       }
     });
 
-    test('through a proxy closed then reopened: limits fail open, then are enforced again within seconds', { timeout: 20_000 }, async () => {
+    /**
+     * An instance counting a read limit of 2 in Redis through a TCP proxy, logging at info; `fn`
+     * runs once a source of its own (counts left by earlier runs do not matter) has met its 429.
+     */
+    async function behindProxy(fn: (context: { proxy: TcpProxy; lines: string[]; get: () => Promise<Response> }) => Promise<void>): Promise<void> {
       const target = new URL(process.env.TEST_REDIS_URL!);
       const proxy = await TcpProxy.start(Number(target.port || 6379), target.hostname);
       const lines: string[] = [];
@@ -346,69 +350,55 @@ describe('the rate-limit store (Redis) down', () => {
         settings: { redisUrl: `redis://127.0.0.1:${proxy.port}`, readLimitPerMin: 2, logLevel: 'info', logStream: { write: (line) => void lines.push(line) } },
       });
       try {
-        // A source of its own, so counts left in Redis by earlier runs do not matter.
         const source = `10.9.${randomBytes(1)[0]}.${randomBytes(1)[0]}`;
         const get = () => h.request({ method: 'GET', url: '/v1/campuses', remoteAddress: source, headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}` } });
         await eventually(async () => (await get()).status === 429, 3_000, 'a 429');
-
-        await proxy.stop();
-        const { stderr, result: statuses } = await capturingStderr(async () => {
-          const seen: number[] = [];
-          const started = Date.now();
-          for (let i = 0; i < 5; i++) seen.push((await get()).status);
-          assert.ok(Date.now() - started < 2_000, `5 requests took ${Date.now() - started} ms`);
-          await eventually(() => logged(lines, 'rate-limit store unavailable') > 0, 3_000, 'the store\'s failure logged');
-          return seen;
-        });
-        assert.deepEqual(statuses, [200, 200, 200, 200, 200]);
-        assert.deepEqual(stderr, []);
-
-        await proxy.resume();
-        await eventually(async () => (await get()).status === 429, 5_000, 'a 429');
-        assert.equal(logged(lines, 'rate-limit store unavailable'), 1);
-        assert.equal(logged(lines, 'rate-limit store available again'), 1);
+        await fn({ proxy, lines, get });
       } finally {
         await h.close();
         await proxy.stop();
       }
-    });
+    }
 
-    test('through a proxy that stalls: one request waits out the command timeout, the rest fail open at once; the outage and the return are logged once', { timeout: 20_000 }, async () => {
-      const target = new URL(process.env.TEST_REDIS_URL!);
-      const proxy = await TcpProxy.start(Number(target.port || 6379), target.hostname);
-      const lines: string[] = [];
-      const h = await Harness.start('pglite', {
-        demoStudents: 3,
-        settings: { redisUrl: `redis://127.0.0.1:${proxy.port}`, readLimitPerMin: 2, logLevel: 'info', logStream: { write: (line) => void lines.push(line) } },
+    test('through a proxy closed then reopened: limits fail open, then are enforced again within seconds', { timeout: 20_000 }, () => behindProxy(async ({ proxy, lines, get }) => {
+      await proxy.stop();
+      const { stderr, result: statuses } = await capturingStderr(async () => {
+        const seen: number[] = [];
+        const started = Date.now();
+        for (let i = 0; i < 5; i++) seen.push((await get()).status);
+        assert.ok(Date.now() - started < 2_000, `5 requests took ${Date.now() - started} ms`);
+        await eventually(() => logged(lines, 'rate-limit store unavailable') > 0, 3_000, 'the store\'s failure logged');
+        return seen;
       });
-      try {
-        const source = `10.10.${randomBytes(1)[0]}.${randomBytes(1)[0]}`;
-        const get = () => h.request({ method: 'GET', url: '/v1/campuses', remoteAddress: source, headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}` } });
-        await eventually(async () => (await get()).status === 429, 3_000, 'a 429');
+      assert.deepEqual(statuses, [200, 200, 200, 200, 200]);
+      assert.deepEqual(stderr, []);
 
-        proxy.stall();
-        const answers: { status: number; ms: number }[] = [];
-        for (let i = 0; i < 8; i++) {
-          const started = Date.now();
-          answers.push({ status: (await get()).status, ms: Date.now() - started });
-        }
-        assert.deepEqual(answers.map((a) => a.status), Array(8).fill(200));
-        // Each request asked Redis twice (the failed-authentication check, the count), each
-        // waiting 250 ms: 500 ms a request for as long as the stall lasted.
-        const slowest = Math.max(...answers.map((a) => a.ms));
-        const total = answers.reduce((sum, a) => sum + a.ms, 0);
-        assert.ok(slowest < 450 && total < 1_000, `answered in ${answers.map((a) => a.ms).join(', ')} ms`);
-        await eventually(() => logged(lines, 'rate-limit store unavailable') > 0, 3_000, 'the outage logged');
+      await proxy.resume();
+      await eventually(async () => (await get()).status === 429, 5_000, 'a 429');
+      assert.equal(logged(lines, 'rate-limit store unavailable'), 1);
+      assert.equal(logged(lines, 'rate-limit store available again'), 1);
+    }));
 
-        proxy.unstall();
-        await eventually(async () => (await get()).status === 429, 5_000, 'a 429');
-        assert.equal(logged(lines, 'rate-limit store unavailable'), 1);
-        assert.equal(logged(lines, 'rate-limit store available again'), 1);
-      } finally {
-        await h.close();
-        await proxy.stop();
+    test('through a proxy that stalls: one request waits out the command timeout, the rest fail open at once; the outage and the return are logged once', { timeout: 20_000 }, () => behindProxy(async ({ proxy, lines, get }) => {
+      proxy.stall();
+      const answers: { status: number; ms: number }[] = [];
+      for (let i = 0; i < 8; i++) {
+        const started = Date.now();
+        answers.push({ status: (await get()).status, ms: Date.now() - started });
       }
-    });
+      assert.deepEqual(answers.map((a) => a.status), Array(8).fill(200));
+      // Each request asked Redis twice (the failed-authentication check, the count), each
+      // waiting 250 ms: 500 ms a request for as long as the stall lasted.
+      const slowest = Math.max(...answers.map((a) => a.ms));
+      const total = answers.reduce((sum, a) => sum + a.ms, 0);
+      assert.ok(slowest < 450 && total < 1_000, `answered in ${answers.map((a) => a.ms).join(', ')} ms`);
+      await eventually(() => logged(lines, 'rate-limit store unavailable') > 0, 3_000, 'the outage logged');
+
+      proxy.unstall();
+      await eventually(async () => (await get()).status === 429, 5_000, 'a 429');
+      assert.equal(logged(lines, 'rate-limit store unavailable'), 1);
+      assert.equal(logged(lines, 'rate-limit store available again'), 1);
+    }));
   }
 });
 
