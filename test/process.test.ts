@@ -127,7 +127,7 @@ describe('npm start and its data folder and port', () => {
       [{ PDS_READ_LIMIT_PER_MIN: '-1' }, /^Cannot start: PDS_READ_LIMIT_PER_MIN must be a positive integer/],
       [{ DATABASE_URL: 'mysql://someone:secret@127.0.0.1/db' }, /^Cannot start: DATABASE_URL must be a PostgreSQL URL .* scheme mysql:\.$/],
       [{ DATABASE_URL: 'not a url' }, /^Cannot start: DATABASE_URL must be a PostgreSQL URL .* does not parse\.$/],
-      [{ DATABASE_URL: `postgres://someone:secret@127.0.0.1:${await freePort()}/db` }, /^Cannot start: the PostgreSQL server at 127\.0\.0\.1:\d+ is unavailable \(\w+\); check DATABASE_URL/],
+      [{ DATABASE_URL: `postgres://someone:secret@127.0.0.1:${await freePort()}/db` }, /^Cannot start: the PostgreSQL server at 127\.0\.0\.1:\d+ is unavailable \(ECONNREFUSED\); check DATABASE_URL/],
     ];
     if (process.env.TEST_DATABASE_URL) {
       const url = new URL(process.env.TEST_DATABASE_URL);

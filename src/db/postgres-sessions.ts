@@ -129,8 +129,12 @@ export class Session {
     this.socketRequested = true;
     const socket = net.connect(address);
     this.socket = socket;
-    socket.on('error', () => {});
-    socket.once('close', () => this.destroy(new StoreUnavailableError('CONNECTION_CLOSED', 'The connection to the data store closed.')));
+    // The socket's error names why it closed (ECONNREFUSED, ECONNRESET…); its close ends the session.
+    let failure: NodeJS.ErrnoException | null = null;
+    socket.on('error', (error) => { failure = error; });
+    socket.once('close', () => this.destroy(failure?.code
+      ? new StoreUnavailableError(failure.code, `The connection to the data store failed (${failure.code}).`)
+      : new StoreUnavailableError('CONNECTION_CLOSED', 'The connection to the data store closed.')));
     const timer = setTimeout(() => {
       this.destroy(new StoreUnavailableError('CONNECT_TIMEOUT', `No connection to the data store within ${this.limits.connectTimeoutMs} ms.`));
     }, this.limits.connectTimeoutMs);
