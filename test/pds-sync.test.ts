@@ -208,6 +208,7 @@ describe('pds-sync: bad input is refused before anything is sent', { concurrency
     { name: 'an empty token file', args: () => ['--config', 'config.json', '--token-file', 'empty-token'], message: /empty-token: the token file is empty/ },
     { name: 'no URL', args: () => ['--students', 'students.csv', ...mapped], message: /no service URL/ },
     { name: 'nothing to sync', args: () => ['--url', url], message: /nothing to sync/ },
+    { name: 'a reject report that cannot be written', args: () => ['--config', 'config.json', '--reject-report', 'students.csv/rejects.csv'], message: /cannot write the reject report students\.csv\/rejects\.csv \((EEXIST|ENOTDIR)\)/ },
   ];
   for (const { name, args, env: extra, message } of cases) {
     test(name, async () => {
@@ -222,10 +223,12 @@ describe('pds-sync: bad input is refused before anything is sent', { concurrency
     const other = new Proxy(null);
     const otherUrl = await other.start();
     try {
-      const run = await runSync(['--config', 'config.json', '--url', otherUrl, '--max-attempts', '1'], { cwd: dir, env });
+      // The reject report's folder need not exist: it is made before anything is sent.
+      const run = await runSync(['--config', 'config.json', '--url', otherUrl, '--max-attempts', '1', '--reject-report', 'tonight/rejects.csv'], { cwd: dir, env });
       assert.equal(run.code, 1);
       assert.match(run.stderr, /PUT \/v1\/students failed after 1 attempt: 502/);
       assert.equal(other.seen.length, 1);
+      assert.match(await readFile(join(dir, 'tonight', 'rejects.csv'), 'utf8'), /^resource,file,line,code,message/);
     } finally {
       await other.close();
     }

@@ -12,7 +12,7 @@ import { type InputFile, readInputFile } from './csv-input.ts';
 import { SyncInputError, SyncRequestError } from './errors.ts';
 import { type Flags, type SyncPlan, declareOptions, neededFields, resolvePlan } from './options.ts';
 import { BarProgress, LineProgress, type Progress } from './progress.ts';
-import { type Rejected, type Tally, emptyTally, summaryTable, writeRejectReport } from './report.ts';
+import { type Rejected, type Tally, emptyTally, prepareRejectReport, summaryTable, writeRejectReport } from './report.ts';
 
 /** The process's exit status. */
 export const EXIT = {
@@ -83,6 +83,7 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
     const ordered = [...plan.inputs].sort(([a], [b]) => SYNC_ORDER[a] - SYNC_ORDER[b]);
     files = await Promise.all(ordered.map(([resource, { path, mapping }]) =>
       readInputFile(resource, path, { mapping, needed: neededFields(resource, plan.mode), emptyAsNull: plan.emptyAsNull })));
+    await prepareRejectReport(plan.rejectReport);
   } catch (error) {
     if (!(error instanceof SyncInputError)) throw error;
     err.write(`pds-sync: ${error.message}\n(nothing was sent)\n`);

@@ -2,12 +2,14 @@
  * What a sync leaves behind: the reject report (a CSV with a line per rejected row: where it came
  * from, why the service refused it, and the row as it was read) and the summary table.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import type { WritableResource } from '../../src/resources/write-shapes.ts';
 import { ROW_STATUSES, type RowStatus } from '../../src/writes/batch.ts';
 import type { RowResult } from './client.ts';
 import type { InputFile, InputRow } from './csv-input.ts';
+import { SyncInputError } from './errors.ts';
 
 export interface Rejected {
   readonly file: InputFile;
@@ -30,6 +32,20 @@ export async function writeRejectReport(path: string, files: readonly InputFile[
     ...inputColumns.map((column) => row.fields[column] ?? ''),
   ]);
   await writeFile(path, stringify([[...REPORT_COLUMNS, ...inputColumns], ...records]));
+}
+
+/**
+ * Checks before anything is sent that the report can be written: its folder is made, and the
+ * file emptied (an earlier run's report would otherwise outlive a sync that stopped). A sync
+ * that wrote rows and could not report them would leave no account of its rejections.
+ */
+export async function prepareRejectReport(path: string): Promise<void> {
+  try {
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, '');
+  } catch (error) {
+    throw new SyncInputError(`cannot write the reject report ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
 }
 
 export type Tally = Record<RowStatus, number>;
