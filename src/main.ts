@@ -3,7 +3,8 @@
  * (PGlite in PDS_DATA_DIR unless DATABASE_URL is set), migrates it, binds the port, then fills a
  * new embedded store with demo data and prints how to call the service on standard error
  * (standard output is JSON log lines only). A start that cannot have the port says so in one line
- * and exits 1 before it writes anything; one that cannot have the folder, before it opens the store.
+ * and exits 1 before it writes anything; one that cannot have the folder, before it opens the store;
+ * so does one that cannot read a setting, or whose PostgreSQL server cannot be reached or refuses it.
  */
 import { createServer } from 'node:net';
 import { type Config, readConfig } from './config.ts';
@@ -12,8 +13,9 @@ import { Database } from './db/database.ts';
 import { demoExists, loadDemoData } from './db/demo-data.ts';
 import { type DemoUniversity, issueDemoStartTokens } from './domain/demo.ts';
 import { migrate } from './db/migrate.ts';
-import { StoreUnavailableError, isDatabaseError, openStore } from './db/store.ts';
+import { type StoreUnavailableError, isDatabaseError, openStore } from './db/store.ts';
 import { buildApp } from './http/app.ts';
+import { databaseErrorToApiError } from './http/sqlstates.ts';
 import { OPENAPI_PATH, OPERATOR_PREFIX, PARTNER_PREFIX } from './http/prefixes.ts';
 
 function refuseToStart(message: string): never {
@@ -40,15 +42,18 @@ async function checkAddress(config: { port: number; host: string }): Promise<voi
   await new Promise((resolve) => probe.close(resolve));
 }
 
-/** The one line for a store that cannot be opened; other errors (a migration's own fault) are not the store's. */
-function storeRefusal(error: unknown, databaseUrl: string | undefined): string | null {
+/**
+ * The one line for a PostgreSQL server that cannot be reached or refuses the service (what a
+ * request would answer DATABASE_UNAVAILABLE: src/http/sqlstates.ts); null for anything else,
+ * such as a migration's own fault, which keeps its stack.
+ */
+function serverRefusal(error: unknown, databaseUrl: string | undefined): string | null {
+  if (!databaseUrl || databaseErrorToApiError(error)?.code !== 'DATABASE_UNAVAILABLE') return null;
   // The host only: the URL may hold a password.
-  const where = databaseUrl ? `the PostgreSQL server at ${new URL(databaseUrl).host}` : 'the embedded store';
-  if (error instanceof StoreUnavailableError) {
-    return `Cannot start: ${where} is unavailable (${error.code}); check DATABASE_URL and that the server accepts connections.`;
-  }
-  if (isDatabaseError(error)) return `Cannot start: ${where} refused the service: ${error.message} (SQLSTATE ${error.code}).`;
-  return null;
+  const where = `the PostgreSQL server at ${new URL(databaseUrl).host}`;
+  return isDatabaseError(error)
+    ? `Cannot start: ${where} refused the service: ${error.message} (SQLSTATE ${error.code}).`
+    : `Cannot start: ${where} is unavailable (${(error as StoreUnavailableError).code}); check DATABASE_URL and that the server accepts connections.`;
 }
 
 let config: Config;
@@ -74,7 +79,7 @@ const store = await openStore({
 try {
   await migrate(store);
 } catch (error) {
-  const refusal = storeRefusal(error, config.databaseUrl);
+  const refusal = serverRefusal(error, config.databaseUrl);
   if (!refusal) throw error;
   await store.close();
   refuseToStart(refusal);

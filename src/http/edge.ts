@@ -70,8 +70,9 @@ function answerFrameworkError(error: FastifyError, request: FastifyRequest, repl
       ? apiError('URI_TOO_LONG', 'segment')
       : apiError('BAD_REQUEST', 'route');
   notesOf(request).errorCode = answer.code;
-  // No hook runs for an answer given before routing: it reports itself to the access log and the metrics.
-  reply.raw.once('finish', () => request.server.answered(request, reply));
+  // No hook runs for an answer given before routing: it reports itself to the access log and the
+  // metrics, sent whole or cut off (src/http/answered.ts reports each request once).
+  reply.raw.once('close', () => request.server.answered(request, reply));
   reply.code(answer.status).header('connection', 'close').header(RESPONSE_HEADERS.requestId, request.id)
     .type(JSON_CONTENT_TYPE).send(answer.toBody());
 }

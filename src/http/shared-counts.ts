@@ -250,7 +250,8 @@ export function failingFast(server: CountServer, retryAfterMs: number, onChange:
     if (!available && (probing || Date.now() < retryAt)) return Promise.reject(new Error('The rate-limit store is unavailable.'));
     const probe = !available;
     probing ||= probe;
-    return question().then((answer) => {
+    // A question that throws at once settles like one that fails, so a probe never stays out.
+    return new Promise<WindowCount>((resolve) => resolve(question())).then((answer) => {
       if (probe) probing = false;
       if (!available) {
         available = true;

@@ -65,9 +65,9 @@ const SQLSTATE_ANSWERS: Readonly<Record<string, Answer>> = {
   // Insufficient privilege: the service's roles or grants are wrong, not the request.
   '42501': serviceFault,
   // Program limit exceeded by a sent value: an array literal of more than six dimensions or with
-  // a bound past 2^31 (54000), a statement nested too deep (54001). PostgREST answers 500; the
-  // same request fails every time, so a retry with backoff, which a 5xx asks for, cannot help.
-  '54': passThrough(400),
+  // a bound past 2^31. PostgREST answers 500; the same request fails every time, so a retry with
+  // backoff, which a 5xx asks for, cannot help. The rest of class 54 stays the service's fault.
+  '54000': passThrough(400),
   // Syntax error or access rule violation from the request's text, e.g. an `fts` query that is
   // not valid tsquery syntax (42601): PostgREST answers class 42 with 400.
   '42': passThrough(400),
