@@ -17,7 +17,7 @@ import { BATCH_SCHEMAS } from './batch-schemas.ts';
 import { CHANGE_SCHEMAS } from './change-schemas.ts';
 import { HEADERS, PARAMETERS, READ_SCHEMAS, SECURITY_SCHEMES, headerRefs } from './components.ts';
 import { ERROR_SCHEMA, REFUSED_REQUEST, UNEXPECTED_ERROR, errorResponse, errorResponseName } from './error-responses.ts';
-import { type DocumentedOperation, OPERATIONS, OTHER_TAGS } from './operations.ts';
+import { type DocumentedOperation, OPERATIONS, OTHER_TAGS, withoutBody } from './operations.ts';
 
 /**
  * Every named schema: read rows and filters, batch writes, the change feed, the token's
@@ -52,7 +52,7 @@ const ROOT_SERVER: OpenAPIV3_1.ServerObject = { url: '/', description: 'The serv
 
 const responseRef = (name: string): OpenAPIV3_1.ReferenceObject => ({ $ref: `#/components/responses/${name}` });
 
-/** Every answer carries its request id (src/http/edge.ts). */
+/** Every answer of a route carries its request id (src/http/edge.ts, onSend). */
 function withRequestId(response: OpenAPIV3_1.ResponseObject | OpenAPIV3_1.ReferenceObject): OpenAPIV3_1.ResponseObject {
   if ('$ref' in response) throw new Error('An operation\'s own responses are written in place, not referenced.');
   return { ...response, headers: { ...response.headers, ...headerRefs([RESPONSE_HEADERS.requestId]) } };
@@ -72,15 +72,17 @@ function buildOpenApiDocument(): OpenApiDocument {
   for (const { method, url, errors, operation } of OPERATIONS) {
     const partner = url.startsWith(`${PARTNER_PREFIX}/`);
     const path = partner ? url.slice(PARTNER_PREFIX.length) : url;
-    for (const status of errors) errorStatuses.add(status);
     const item = paths[path] ?? (paths[path] = partner ? {} : { servers: [ROOT_SERVER] });
+    // A HEAD answer has no body: its error responses are written in place, without content.
+    const failures = method === 'head'
+      ? { ...Object.fromEntries(errors.map((status) => [status, withoutBody(errorResponse(status))])), '4XX': withoutBody(REFUSED_REQUEST), default: withoutBody(UNEXPECTED_ERROR) }
+      : { ...Object.fromEntries(errors.map((status) => [status, responseRef(errorResponseName(status))])), '4XX': responseRef('RefusedRequest'), default: responseRef('UnexpectedError') };
+    if (method !== 'head') for (const status of errors) errorStatuses.add(status);
     item[method] = {
       ...operation,
       responses: {
         ...Object.fromEntries(Object.entries(operation.responses).map(([status, response]) => [status, withRequestId(response)])),
-        ...Object.fromEntries(errors.map((status) => [status, responseRef(errorResponseName(status))])),
-        '4XX': responseRef('RefusedRequest'),
-        default: responseRef('UnexpectedError'),
+        ...failures,
       },
     };
   }

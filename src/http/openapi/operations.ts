@@ -77,8 +77,7 @@ function readOperation(resource: Resource): DocumentedOperation {
         + `\`Accept: ${mediaTypeName(READ_MEDIA_TYPES.singular)}\` answers the one matching row as an object (406 \`PGRST116\` unless exactly one matches), `
         + '`Accept: text/csv` answers CSV, and an Accept naming none of these nor JSON is refused 406 `PGRST107`. '
         + `\`Accept: ${mediaTypeWithParameters(STRIPPED_MEDIA_TYPES.json)}\` (or the single object's type with \`;nulls=stripped\`) leaves out every member whose value is null. `
-        + '`HEAD` answers the same status and headers without a body. '
-        + 'A method the path does not serve is 405 `METHOD_NOT_ALLOWED`, with `Allow` naming those it does.',
+        + '`HEAD` answers the same status and headers without a body.',
       parameters: [...READ_PARAMETERS.map(parameterRef), ...resource.columns.map(filterParameter)],
       responses: {
         200: page('The rows, a bare JSON array.'),
@@ -88,28 +87,30 @@ function readOperation(resource: Resource): DocumentedOperation {
   };
 }
 
-/** A read without its body (Fastify serves HEAD beside each GET): the status and headers alone, e.g. a total counted with `Prefer: count`. */
-function headOperation(read: DocumentedOperation): DocumentedOperation {
-  const { operationId, tags, summary, parameters } = read.operation;
-  const headers = (description: string): OpenAPIV3_1.ResponseObject => ({ description, headers: PAGE_HEADERS });
+/**
+ * A GET without its body: every GET route answers HEAD (the reads and the change feeds declare
+ * it, src/http/read-routes.ts; Fastify generates the others') with the GET's status and headers,
+ * e.g. a read's total counted with `Prefer: count=exact` in Content-Range.
+ */
+function headOperation(get: DocumentedOperation): DocumentedOperation {
+  const { operationId, summary, responses, ...rest } = get.operation;
+  const path = get.url.startsWith(`${PARTNER_PREFIX}/`) ? get.url.slice(PARTNER_PREFIX.length) : get.url;
   return {
+    ...get,
     method: 'head',
-    url: read.url,
-    errors: read.errors,
     operation: {
-      operationId: operationId.replace(/^list/, 'head'),
-      tags,
+      ...rest,
+      operationId: operationId.replace(/^(list|get)/, 'head'),
       summary: `${summary}: headers only`,
-      description: `The same request as \`GET ${read.url.slice(PARTNER_PREFIX.length)}\`, answered with its status and headers and no body: `
-        + 'with `Prefer: count=exact`, Content-Range gives the total without reading the rows out.',
-      parameters,
-      responses: {
-        200: headers('The headers of the page.'),
-        206: headers('The headers of a page that is part of a counted total.'),
-      },
+      description: `\`GET ${path}\` answered with its status and headers, without a body.`,
+      responses: Object.fromEntries(Object.entries(responses).map(([status, response]) => [status, withoutBody(response as OpenAPIV3_1.ResponseObject)])),
     },
   };
 }
+
+/** A response as HEAD answers it: its description and headers. */
+export const withoutBody = ({ description, headers }: OpenAPIV3_1.ResponseObject): OpenAPIV3_1.ResponseObject =>
+  ({ description, ...(headers ? { headers } : {}) });
 
 interface WriteMethod {
   readonly verb: 'upsert' | 'create' | 'update';
@@ -256,13 +257,15 @@ const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
   },
 ];
 
-const READ_OPERATIONS = resources.map(readOperation);
-
-export const OPERATIONS: readonly DocumentedOperation[] = [
-  ...READ_OPERATIONS,
-  ...READ_OPERATIONS.map(headOperation),
+const OPERATIONS_WITH_BODIES: readonly DocumentedOperation[] = [
+  ...resources.map(readOperation),
   ...WRITABLE_RESOURCES.flatMap((resource) => WRITE_MODES.map((mode) => writeOperation(resource, mode))),
   ...FEEDS.map(changesOperation),
   ME_OPERATION,
   ...SERVICE_OPERATIONS,
+];
+
+export const OPERATIONS: readonly DocumentedOperation[] = [
+  ...OPERATIONS_WITH_BODIES,
+  ...OPERATIONS_WITH_BODIES.filter((operation) => operation.method === 'get').map(headOperation),
 ];
