@@ -31,14 +31,16 @@ function integer(env: string, fallback: number | ((read: SettingsRead) => number
   };
 }
 
-/** A TCP port: 1 to 65535. */
+const LARGEST_PORT = 65_535;
+
+/** A TCP port: 1 to LARGEST_PORT. */
 function port(env: string, fallback: number, meaning: string): Setting<number> {
   const whole = integer(env, fallback, meaning);
   return {
     ...whole,
     read(raw, read) {
       const value = whole.read(raw, read);
-      if (value > 65_535) throw new Error(`${env} must be a port from 1 to 65535, got "${raw}"`);
+      if (value > LARGEST_PORT) throw new Error(`${env} must be a port from 1 to ${LARGEST_PORT}, got "${raw}"`);
       return value;
     },
   };

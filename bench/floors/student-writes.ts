@@ -22,6 +22,7 @@ import { Database } from '../../src/db/database.ts';
 import { BATCH_PLANNING, UNIVERSITY_LOCK } from '../../src/db/locks.ts';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, type Queryable, type Store } from '../../src/db/store.ts';
 import { valuesList } from '../../src/db/values.ts';
+import { cohortCountStamp } from '../../src/domain/change-stamps.ts';
 import { sha256Hex } from '../../src/domain/email-register.ts';
 import { STUDENT_STATE_READ } from '../../src/writes/student-store.ts';
 
@@ -103,9 +104,8 @@ async function putNewStudents(tx: Queryable, universityId: string, rows: readonl
     tx.query(`insert into accounts (university_id, kind, ${accounts.columns}) values ${accounts.rows}`, [universityId, ...accounts.params]),
     tx.query(`insert into students (university_id, change_seq, created_seq, ${inserts.columns}) values ${inserts.rows}`, [universityId, changeSeq, ...inserts.params]),
     tx.query(`insert into alumni_flag_history (university_id, reason, ${history.columns}) values ${history.rows}`, [universityId, ...history.params]),
-    // The cohorts the students joined show a new student count in the change feed.
-    tx.query('update cohorts set change_seq = $2::bigint where university_id = $1 and id = any($3::uuid[])',
-      [universityId, changeSeq, arrayLiteral([...new Set(kept.map((r) => cohortByName.get(r.cohort_name)!.id))])]),
+    // The cohort the students joined shows a new student count in the change feed.
+    tx.query(...cohortCountStamp(universityId, changeSeq, kept.map((r) => cohortByName.get(r.cohort_name)!.id))!),
   ]);
   return kept.length;
 }
@@ -133,8 +133,7 @@ async function moveStudents(tx: Queryable, universityId: string, rows: readonly 
     tx.query(`update students s set cohort_id = u.cohort_id, is_alumni = u.is_alumni, updated_at = now(), change_seq = $2::bigint
       from (values ${updates.rows}) as u(${updates.columns}) where s.id = u.id and s.university_id = $1`, [universityId, changeSeq, ...updates.params]),
     // The cohorts the students left and joined show a new student count in the change feed.
-    tx.query('update cohorts set change_seq = $2::bigint where university_id = $1 and id = any($3::uuid[])',
-      [universityId, changeSeq, arrayLiteral([...new Set(moves.flatMap((m) => [m.cohortId, m.previousCohortId]).filter((id): id is string => id !== null))])]),
+    tx.query(...cohortCountStamp(universityId, changeSeq, moves.flatMap((m) => [m.cohortId, m.previousCohortId]))!),
     changed.length === 0 ? [] : tx.query(`insert into alumni_flag_history (university_id, reason, ${history.columns}) values ${history.rows}`, [universityId, ...history.params]),
   ]);
   return moves.length;

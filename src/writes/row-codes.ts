@@ -14,7 +14,7 @@ export const STUDENT_ROW_CODES = {
   COHORT_NOT_FOUND: 'No cohort of the university has that name; create it first with POST /v1/cohorts.',
   COHORT_NAME_AMBIGUOUS: 'Several cohorts of the university share that name.',
   EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY: 'The address is an account of another university (a student or a self-serve account); it is never adopted.',
-  EMAIL_BELONGS_TO_EXISTING_ACCOUNT: 'The address belongs to a user who is not on the roster: a self-serve account of the university or of none.',
+  EMAIL_BELONGS_TO_EXISTING_ACCOUNT: 'The address belongs to a user who is not on the roster (a self-serve account of the university or of none); do not retry.',
   EMAIL_BELONGS_TO_NON_STUDENT: 'The address belongs to a staff account.',
   EXTERNAL_ID_CONFLICT: 'The external_id and the email name different students, or the email\'s student holds another external_id.',
   ACCOUNT_DELETED: 'The email or external_id belongs to an erased account, which is never recreated.',

@@ -5,7 +5,7 @@
  */
 import { type AlumniChange, alumniChanges, impliedAlumni } from '../domain/alumni.ts';
 import { type RowStatus, type WriteMode, reject } from './batch.ts';
-import type { StudentRowCode } from './row-codes.ts';
+import { STUDENT_ROW_CODES, type StudentRowCode } from './row-codes.ts';
 import type { StudentRejection, StudentRow } from './student-rows.ts';
 
 /** A student of the caller's university as it stands. */
@@ -90,13 +90,11 @@ const ERASED_ADDRESS = 'The address belongs to an erased account, which cannot b
 function ownerRejection(owners: readonly EmailOwner[] | undefined): StudentRejection | null {
   if (!owners || owners.length === 0) return null;
   if (owners.some((o) => o.erased)) return reject('ACCOUNT_DELETED', ERASED_ADDRESS);
-  if (owners.some((o) => o.kind === 'staff')) return reject('EMAIL_BELONGS_TO_NON_STUDENT', 'The address belongs to a staff account.');
   // The contract's words: "an account of another university", a student's or a self-serve one;
   // the rest (self-serve accounts of this university or of none) is "not on the caller's roster".
-  if (owners.some((o) => o.university === 'another')) {
-    return reject('EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY', 'The address is an account of another university; it is never adopted.');
-  }
-  return reject('EMAIL_BELONGS_TO_EXISTING_ACCOUNT', 'The address belongs to a user who is not on your roster; do not retry.');
+  const code = owners.some((o) => o.kind === 'staff') ? 'EMAIL_BELONGS_TO_NON_STUDENT'
+    : owners.some((o) => o.university === 'another') ? 'EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY' : 'EMAIL_BELONGS_TO_EXISTING_ACCOUNT';
+  return reject(code, STUDENT_ROW_CODES[code]);
 }
 
 function resolveCohort(name: string, state: StudentBatchState): CohortRef | StudentRejection {
