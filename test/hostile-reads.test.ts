@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { StoreUnavailableError } from '../src/db/store.ts';
 import { LIMITS } from '../src/limits.ts';
 import { arrayLiteralElements, regexComplaint } from '../src/query/patterns.ts';
 import { Harness, backends } from './support/harness.ts';
@@ -126,6 +127,28 @@ for (const backend of backends()) {
         assert.equal(res.status, 400, query);
         assert.ok((codes as readonly string[]).includes(res.json.code), `${query}: ${res.json.code}`);
         assert.deepEqual(Object.keys(res.json).sort(), ['code', 'details', 'hint', 'message']);
+      }
+    });
+
+    test('a 5xx answer\'s hint quotes its request id, whatever failed', async () => {
+      const token = h.demo!.universities[0].read_token;
+      // The token's lookup is cached by this first read; the page's own read then fails.
+      assert.equal((await h.get('/v1/campuses?select=id', token)).status, 200);
+      const { readAsReader, transaction } = h.store;
+      try {
+        for (const [failure, status, code] of [
+          [new Error('induced by the test'), 500, 'INTERNAL'],
+          [new StoreUnavailableError('ECONNRESET', 'induced by the test'), 503, 'DATABASE_UNAVAILABLE'],
+        ] as const) {
+          h.store.readAsReader = () => Promise.reject(failure);
+          h.store.transaction = () => Promise.reject(failure);
+          const res = await h.get('/v1/campuses?select=id', token, { 'x-request-id': `hint-${code}` });
+          assert.deepEqual([res.status, res.json.code], [status, code]);
+          assert.match(res.json.hint, new RegExp(`hint-${code}`));
+          assert.ok(!res.body.includes('induced'), 'nothing of the failure reaches the body');
+        }
+      } finally {
+        Object.assign(h.store, { readAsReader, transaction });
       }
     });
 

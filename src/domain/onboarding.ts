@@ -80,7 +80,9 @@ export type AppCohortInput = { university_id: string } & CreateValues<typeof COH
 /**
  * The app's own cohort create: no name-uniqueness check, which is how duplicate names exist; its
  * dates, campus and templates are checked as a partner's create is, in that order, by the same
- * rules (src/writes/cohort-rules.ts).
+ * rules (src/writes/cohort-rules.ts). Its body's fields (kinds, no blank text, the intake year's
+ * range) are checked before, by the schema read off the write shape (cohortCreateBody in
+ * src/http/write-schemas.ts).
  * It takes the university's lock like every change to its cohorts, for the change number the
  * change feed orders it by (src/db/locks.ts).
  */
