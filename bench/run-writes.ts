@@ -7,13 +7,12 @@
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgresStore } from '../src/db/postgres-store.ts';
 import { DEFAULT_STORE_TIMEOUTS } from '../src/db/store.ts';
-import { createScratchDatabase } from '../tools/scratch-database.ts';
-import { CITUS_URL, SERVER_URL } from './support.ts';
+import { CITUS_URL, SERVER_URL, benchScratchDatabase } from './support.ts';
 import { benchWritesOnPglite, benchWritesOnServers } from './writes.ts';
 
 const servers = [['PostgreSQL', SERVER_URL], ...(CITUS_URL ? [['Citus', CITUS_URL]] : [])] as const;
 const databases = await Promise.all(servers.map(async ([label, url]) => {
-  const database = await createScratchDatabase(url, { name: 'pds_bench_writes' });
+  const database = await benchScratchDatabase(url, 'pds_bench_writes');
   // A migration on a busy cluster may take longer than a request may wait.
   const store = openPostgresStore(database.url, 2, { ...DEFAULT_STORE_TIMEOUTS, storeWaitMs: 5 * 60_000 });
   try {

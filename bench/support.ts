@@ -11,7 +11,7 @@ import { type DemoResult, loadDemo } from '../src/domain/demo.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgresStore } from '../src/db/postgres-store.ts';
 import { DEFAULT_STORE_TIMEOUTS, type Store } from '../src/db/store.ts';
-import { createScratchDatabase } from '../tools/scratch-database.ts';
+import { type ScratchDatabase, createScratchDatabase } from '../tools/scratch-database.ts';
 
 export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** A Citus coordinator: when set, the read and write benchmarks run there too, as ratios to PostgreSQL. */
@@ -39,9 +39,24 @@ export interface BenchDatabase {
 
 const BENCH_LOAD_WAIT_MS = 10 * 60_000;
 
+/**
+ * A fresh database named `name` on `serverUrl` (on every node of a Citus cluster). A server that
+ * cannot be reached or refuses ends the run with one line naming it and the variable that set it.
+ */
+export async function benchScratchDatabase(serverUrl: string, name: string): Promise<ScratchDatabase> {
+  try {
+    return await createScratchDatabase(serverUrl, { name });
+  } catch (error) {
+    const variable = serverUrl === CITUS_URL ? 'BENCH_CITUS_URL' : 'BENCH_DATABASE_URL';
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    process.stderr.write(`The benchmarks need a PostgreSQL server: ${new URL(serverUrl).host} (${variable}) answered ${reason}.\n`);
+    process.exit(1);
+  }
+}
+
 /** A fresh database named `name` on `serverUrl` (on every node of a Citus cluster), migrated and loaded with `students` demo students. */
 export async function createBenchDatabase(serverUrl: string, name: string, students: number): Promise<BenchDatabase> {
-  const database = await createScratchDatabase(serverUrl, { name });
+  const database = await benchScratchDatabase(serverUrl, name);
   // Loading 100,000 students and vacuuming take far longer than a request may wait.
   const store = openPostgresStore(database.url, 10, { ...DEFAULT_STORE_TIMEOUTS, storeWaitMs: BENCH_LOAD_WAIT_MS });
   await migrate(store);
