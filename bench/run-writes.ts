@@ -7,12 +7,14 @@
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgresStore } from '../src/db/postgres-store.ts';
 import { DEFAULT_STORE_TIMEOUTS } from '../src/db/store.ts';
-import { CITUS_URL, SERVER_URL, benchScratchDatabase } from './support.ts';
+import { CITUS_URL, SERVER_URL, type ServerVariable, benchScratchDatabase } from './support.ts';
 import { benchWritesOnPglite, benchWritesOnServers } from './writes.ts';
 
-const servers = [['PostgreSQL', SERVER_URL], ...(CITUS_URL ? [['Citus', CITUS_URL]] : [])] as const;
-const databases = await Promise.all(servers.map(async ([label, url]) => {
-  const database = await benchScratchDatabase(url, 'pds_bench_writes');
+const servers: [label: string, url: string, variable: ServerVariable][] = [
+  ['PostgreSQL', SERVER_URL, 'BENCH_DATABASE_URL'], ...(CITUS_URL ? [['Citus', CITUS_URL, 'BENCH_CITUS_URL'] as [string, string, ServerVariable]] : []),
+];
+const databases = await Promise.all(servers.map(async ([label, url, variable]) => {
+  const database = await benchScratchDatabase(url, variable, 'pds_bench_writes');
   // A migration on a busy cluster may take longer than a request may wait.
   const store = openPostgresStore(database.url, 2, { ...DEFAULT_STORE_TIMEOUTS, storeWaitMs: 5 * 60_000 });
   try {

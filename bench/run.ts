@@ -35,12 +35,12 @@ function reportCitusRatios(single: ServerResults, citus: ServerResults): void {
 }
 
 console.log(`Partner data service benchmarks (${STUDENTS.toLocaleString()} students, PostgreSQL${CITUS_URL ? ' and Citus' : ''})`);
-const bench = await createBenchDatabase(SERVER_URL, 'pds_bench', STUDENTS);
+const bench = await createBenchDatabase(SERVER_URL, 'BENCH_DATABASE_URL', 'pds_bench', STUDENTS);
 let cluster: BenchDatabase | null = null;
 try {
   if (CITUS_URL) {
     console.log(`  Citus cluster at ${new URL(CITUS_URL).host}:`);
-    cluster = await createBenchDatabase(CITUS_URL, 'pds_bench', STUDENTS);
+    cluster = await createBenchDatabase(CITUS_URL, 'BENCH_CITUS_URL', 'pds_bench', STUDENTS);
   }
   const reads = await benchReadPages([
     { server: 'PostgreSQL', bench, port: 18_081, floorPort: 18_091, sharedPort: 18_092 },

@@ -11,6 +11,7 @@ import { type DemoResult, loadDemo } from '../src/domain/demo.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgresStore } from '../src/db/postgres-store.ts';
 import { DEFAULT_STORE_TIMEOUTS, type Store } from '../src/db/store.ts';
+import { databaseErrorToApiError } from '../src/http/sqlstates.ts';
 import { type ScratchDatabase, createScratchDatabase } from '../tools/scratch-database.ts';
 
 export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -39,24 +40,30 @@ export interface BenchDatabase {
 
 const BENCH_LOAD_WAIT_MS = 10 * 60_000;
 
+/** The variables that name the benchmarks' servers. */
+export type ServerVariable = 'BENCH_DATABASE_URL' | 'BENCH_CITUS_URL';
+
 /**
  * A fresh database named `name` on `serverUrl` (on every node of a Citus cluster). A server that
- * cannot be reached or refuses ends the run with one line naming it and the variable that set it.
+ * cannot be reached or refuses fails with a message naming it and the variable that set it,
+ * first in what Node prints; the callers' `finally` blocks still drop what they made.
  */
-export async function benchScratchDatabase(serverUrl: string, name: string): Promise<ScratchDatabase> {
+export async function benchScratchDatabase(serverUrl: string, variable: ServerVariable, name: string): Promise<ScratchDatabase> {
   try {
     return await createScratchDatabase(serverUrl, { name });
   } catch (error) {
-    const variable = serverUrl === CITUS_URL ? 'BENCH_CITUS_URL' : 'BENCH_DATABASE_URL';
-    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    process.stderr.write(`The benchmarks need a PostgreSQL server: ${new URL(serverUrl).host} (${variable}) answered ${reason}.\n`);
-    process.exit(1);
+    const refused = databaseErrorToApiError(error)?.code === 'DATABASE_UNAVAILABLE' || CONNECT_FAILURES.has(String((error as NodeJS.ErrnoException).code));
+    if (!refused) throw error;
+    throw new Error(`The benchmarks need a PostgreSQL server: ${new URL(serverUrl).host} (${variable}) answered ${(error as Error).message}.`, { cause: error });
   }
 }
 
+/** What a driver's connect fails with before any SQLSTATE (node:net's and postgres.js's codes). */
+const CONNECT_FAILURES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'EAI_AGAIN', 'CONNECT_TIMEOUT']);
+
 /** A fresh database named `name` on `serverUrl` (on every node of a Citus cluster), migrated and loaded with `students` demo students. */
-export async function createBenchDatabase(serverUrl: string, name: string, students: number): Promise<BenchDatabase> {
-  const database = await benchScratchDatabase(serverUrl, name);
+export async function createBenchDatabase(serverUrl: string, variable: ServerVariable, name: string, students: number): Promise<BenchDatabase> {
+  const database = await benchScratchDatabase(serverUrl, variable, name);
   // Loading 100,000 students and vacuuming take far longer than a request may wait.
   const store = openPostgresStore(database.url, 10, { ...DEFAULT_STORE_TIMEOUTS, storeWaitMs: BENCH_LOAD_WAIT_MS });
   await migrate(store);

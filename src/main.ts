@@ -13,7 +13,7 @@ import { Database } from './db/database.ts';
 import { demoExists, loadDemoData } from './db/demo-data.ts';
 import { type DemoUniversity, issueDemoStartTokens } from './domain/demo.ts';
 import { migrate } from './db/migrate.ts';
-import { type StoreUnavailableError, isDatabaseError, openStore } from './db/store.ts';
+import { StoreUnavailableError, isDatabaseError, openStore } from './db/store.ts';
 import { buildApp } from './http/app.ts';
 import { databaseErrorToApiError } from './http/sqlstates.ts';
 import { OPENAPI_PATH, OPERATOR_PREFIX, PARTNER_PREFIX } from './http/prefixes.ts';
@@ -51,9 +51,10 @@ function serverRefusal(error: unknown, databaseUrl: string | undefined): string 
   if (!databaseUrl || databaseErrorToApiError(error)?.code !== 'DATABASE_UNAVAILABLE') return null;
   // The host only: the URL may hold a password.
   const where = `the PostgreSQL server at ${new URL(databaseUrl).host}`;
-  return isDatabaseError(error)
-    ? `Cannot start: ${where} refused the service: ${error.message} (SQLSTATE ${error.code}).`
-    : `Cannot start: ${where} is unavailable (${(error as StoreUnavailableError).code}); check DATABASE_URL and that the server accepts connections.`;
+  if (error instanceof StoreUnavailableError) {
+    return `Cannot start: ${where} is unavailable (${error.code}); check DATABASE_URL and that the server accepts connections.`;
+  }
+  return isDatabaseError(error) ? `Cannot start: ${where} refused the service: ${error.message} (SQLSTATE ${error.code}).` : null;
 }
 
 let config: Config;

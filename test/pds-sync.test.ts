@@ -208,6 +208,7 @@ describe('pds-sync: bad input is refused before anything is sent', { concurrency
     { name: 'an empty token file', args: () => ['--config', 'config.json', '--token-file', 'empty-token'], message: /empty-token: the token file is empty/ },
     { name: 'no URL', args: () => ['--students', 'students.csv', ...mapped], message: /no service URL/ },
     { name: 'nothing to sync', args: () => ['--url', url], message: /nothing to sync/ },
+    { name: 'a reject report over an input file', args: () => ['--config', 'config.json', '--reject-report', 'students.csv'], message: /the reject report students\.csv would overwrite an input file/ },
     { name: 'a reject report that cannot be written', args: () => ['--config', 'config.json', '--reject-report', 'students.csv/rejects.csv'], message: /cannot write the reject report students\.csv\/rejects\.csv \((EEXIST|ENOTDIR)\)/ },
   ];
   for (const { name, args, env: extra, message } of cases) {

@@ -129,11 +129,12 @@ export class Session {
     this.socketRequested = true;
     const socket = net.connect(address);
     this.socket = socket;
-    // The socket's error names why it closed (ECONNREFUSED, ECONNRESET…); its close ends the session.
-    let failure: NodeJS.ErrnoException | null = null;
-    socket.on('error', (error) => { failure = error; });
-    socket.once('close', () => this.destroy(failure?.code
-      ? new StoreUnavailableError(failure.code, `The connection to the data store failed (${failure.code}).`)
+    // The socket's error names why it closed (ECONNREFUSED, ECONNRESET…) when it is one of the
+    // connection failures above; its close ends the session.
+    let failure: string | null = null;
+    socket.on('error', (error: NodeJS.ErrnoException) => { failure = error.code && CONNECTION_FAILURE_CODES.has(error.code) ? error.code : null; });
+    socket.once('close', () => this.destroy(failure
+      ? new StoreUnavailableError(failure, `The connection to the data store failed (${failure}).`)
       : new StoreUnavailableError('CONNECTION_CLOSED', 'The connection to the data store closed.')));
     const timer = setTimeout(() => {
       this.destroy(new StoreUnavailableError('CONNECT_TIMEOUT', `No connection to the data store within ${this.limits.connectTimeoutMs} ms.`));

@@ -7,7 +7,7 @@
  * handed over, so that a batch committed for a client that did not wait is logged and counted.
  * The answers Fastify has src/http/edge.ts give before routing (a path whose percent-encoding is
  * not UTF-8, a path segment over the length limit) run no hook, so they report themselves through
- * `answered` once their response has finished.
+ * `answered` when their response closes, sent whole or cut off.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';

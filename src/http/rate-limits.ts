@@ -46,9 +46,8 @@ export const RATE_LIMIT_HEADERS = { limit: 'RateLimit-Limit', remaining: 'RateLi
 
 /**
  * Redis is asked with no queue, so a stopped Redis costs a request nothing, and with a deadline,
- * so a stalled one costs a request at most this: those that asked before the first question
- * timed out, then the one asking in each REDIS_RETRY_MS (failingFast in src/http/shared-counts.ts)
- * and any request of its key waiting for that answer. A command to a reachable Redis takes under 1 ms; the margin is for
+ * so a stalled one costs a request at most this, and only a few requests (failingFast in
+ * src/http/shared-counts.ts says which). A command to a reachable Redis takes under 1 ms; the margin is for
  * a busy event loop (embedded PGlite runs on it), where a late answer would only let one request
  * through unlimited.
  */

@@ -237,10 +237,12 @@ function nearLimit(count: number, max: number): boolean {
 /**
  * `server` with a breaker: once a question fails (Redis refused it, dropped the connection, or
  * stalled past the command timeout), every question fails at once for `retryAfterMs`, and then
- * one asks whether Redis is back while the others still fail at once. So a stalled Redis costs one
- * request its command timeout, not every request once per question (a partner's asks two: the
- * failed-authentication check and its count); the limits fail open meanwhile. `onChange` hears
- * each change of availability once.
+ * one asks whether Redis is back while the others still fail at once. So a stalled Redis costs
+ * the command timeout only to the requests that asked before the first question timed out, then
+ * in each `retryAfterMs` to the one that asks (and to requests of its key that wait for that
+ * answer: SharedCounts.awaitAnswer), not to every request once per question (a partner's asks
+ * two: the failed-authentication check and its count); the limits fail open meanwhile.
+ * `onChange` hears each change of availability once.
  */
 export function failingFast(server: CountServer, retryAfterMs: number, onChange: (available: boolean, error?: Error) => void): CountServer {
   let available = true;

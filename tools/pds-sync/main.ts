@@ -83,7 +83,7 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
     const ordered = [...plan.inputs].sort(([a], [b]) => SYNC_ORDER[a] - SYNC_ORDER[b]);
     files = await Promise.all(ordered.map(([resource, { path, mapping }]) =>
       readInputFile(resource, path, { mapping, needed: neededFields(resource, plan.mode), emptyAsNull: plan.emptyAsNull })));
-    await prepareRejectReport(plan.rejectReport);
+    await prepareRejectReport(plan.rejectReport, files.map((file) => file.path));
   } catch (error) {
     if (!(error instanceof SyncInputError)) throw error;
     err.write(`pds-sync: ${error.message}\n(nothing was sent)\n`);

@@ -2,8 +2,8 @@
  * What a sync leaves behind: the reject report (a CSV with a line per rejected row: where it came
  * from, why the service refused it, and the row as it was read) and the summary table.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { mkdir, open, writeFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import type { WritableResource } from '../../src/resources/write-shapes.ts';
 import { ROW_STATUSES, type RowStatus } from '../../src/writes/batch.ts';
@@ -35,14 +35,15 @@ export async function writeRejectReport(path: string, files: readonly InputFile[
 }
 
 /**
- * Checks before anything is sent that the report can be written: its folder is made, and the
- * file emptied (an earlier run's report would otherwise outlive a sync that stopped). A sync
- * that wrote rows and could not report them would leave no account of its rejections.
+ * Checks before anything is sent that the report can be written: not over one of the sync's
+ * input files, its folder made, the file opened for writing and left as it is. A sync that wrote
+ * rows and could not report them would leave no account of its rejections.
  */
-export async function prepareRejectReport(path: string): Promise<void> {
+export async function prepareRejectReport(path: string, inputs: readonly string[]): Promise<void> {
+  if (inputs.some((input) => resolve(input) === resolve(path))) throw new SyncInputError(`the reject report ${path} would overwrite an input file`);
   try {
     await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, '');
+    await (await open(path, 'a')).close();
   } catch (error) {
     throw new SyncInputError(`cannot write the reject report ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }

@@ -89,7 +89,8 @@ function readOperation(resource: Resource): DocumentedOperation {
 
 /**
  * A GET without its body: every GET route answers HEAD (the reads and the change feeds declare
- * it, src/http/read-routes.ts; Fastify generates the others') with the GET's status and headers,
+ * it, src/http/read-routes.ts and src/http/change-routes.ts; Fastify generates the others') with
+ * the GET's status and headers,
  * e.g. a read's total counted with `Prefer: count=exact` in Content-Range.
  */
 function headOperation(get: DocumentedOperation): DocumentedOperation {
