@@ -1,12 +1,13 @@
 /**
  * `npm run docs`: writes the generated sections of docs/api.md and README.md from the code that
  * holds each fact (the settings, the resource registry, the write shapes, the row codes, the error
- * catalogue, the limits). test/docs.test.ts fails when a section has drifted from what this writes.
+ * catalogue, the limits, the headers CORS exposes). test/docs.test.ts fails when a section has drifted from what this writes.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { SETTINGS } from '../src/config.ts';
 import { ERRORS, type ErrorCode } from '../src/errors.ts';
+import { CORS_EXPOSED_HEADERS } from '../src/http/cors.ts';
 import { LIMITS, LIMIT_DESCRIPTIONS, type Limit } from '../src/limits.ts';
 import { resources } from '../src/resources/registry.ts';
 import { WRITE_SHAPES, type WriteField } from '../src/resources/write-shapes.ts';
@@ -58,6 +59,10 @@ function rowCodesSection(): string {
   return `**students**\n\n${table(['code', 'when'], rows(STUDENT_ROW_CODES))}\n\n**cohorts**\n\n${table(['code', 'when'], rows(COHORT_ROW_CODES))}`;
 }
 
+function corsExposedHeadersSection(): string {
+  return `${CORS_EXPOSED_HEADERS.map((name) => `\`${name}\``).join(', ')}.`;
+}
+
 function configurationSection(): string {
   return table(['variable', 'default', 'meaning'], Object.values(SETTINGS).map((s) => [`\`${s.env}\``, s.shown, s.meaning]));
 }
@@ -71,6 +76,7 @@ export const GENERATED: Readonly<Record<string, Readonly<Record<string, () => st
     'row-codes': rowCodesSection,
     errors: errorsSection,
     limits: limitsSection,
+    'cors-exposed-headers': corsExposedHeadersSection,
   },
 };
 
