@@ -9,6 +9,7 @@ import autocannon from 'autocannon';
 import { Database } from '../src/db/database.ts';
 import { type DemoResult, loadDemo } from '../src/domain/demo.ts';
 import { migrate } from '../src/db/migrate.ts';
+import { asUnavailable } from '../src/db/postgres-sessions.ts';
 import { openPostgresStore } from '../src/db/postgres-store.ts';
 import { DEFAULT_STORE_TIMEOUTS, type Store } from '../src/db/store.ts';
 import { databaseErrorToApiError } from '../src/http/sqlstates.ts';
@@ -52,14 +53,11 @@ export async function benchScratchDatabase(serverUrl: string, variable: ServerVa
   try {
     return await createScratchDatabase(serverUrl, { name });
   } catch (error) {
-    const refused = databaseErrorToApiError(error)?.code === 'DATABASE_UNAVAILABLE' || CONNECT_FAILURES.has(String((error as NodeJS.ErrnoException).code));
-    if (!refused) throw error;
+    // The driver's own errors, as a request's would be answered (src/http/sqlstates.ts).
+    if (databaseErrorToApiError(asUnavailable(error))?.code !== 'DATABASE_UNAVAILABLE') throw error;
     throw new Error(`The benchmarks need a PostgreSQL server: ${new URL(serverUrl).host} (${variable}) answered ${(error as Error).message}.`, { cause: error });
   }
 }
-
-/** What a driver's connect fails with before any SQLSTATE (node:net's and postgres.js's codes). */
-const CONNECT_FAILURES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'EAI_AGAIN', 'CONNECT_TIMEOUT']);
 
 /** A fresh database named `name` on `serverUrl` (on every node of a Citus cluster), migrated and loaded with `students` demo students. */
 export async function createBenchDatabase(serverUrl: string, variable: ServerVariable, name: string, students: number): Promise<BenchDatabase> {

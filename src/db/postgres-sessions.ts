@@ -39,7 +39,8 @@ const CONNECTION_FAILURE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
 ]);
 
-function asUnavailable(error: unknown): unknown {
+/** A driver's error as StoreUnavailableError when the connection, not the statement, failed; any other error as it is. */
+export function asUnavailable(error: unknown): unknown {
   const code = String((error as { code?: unknown })?.code ?? '');
   if (error instanceof StoreUnavailableError || !CONNECTION_FAILURE_CODES.has(code)) return error;
   return new StoreUnavailableError(code, (error as Error).message);

@@ -17,7 +17,7 @@ import { BATCH_SCHEMAS } from './batch-schemas.ts';
 import { CHANGE_SCHEMAS } from './change-schemas.ts';
 import { HEADERS, PARAMETERS, READ_SCHEMAS, SECURITY_SCHEMES, headerRefs } from './components.ts';
 import { ERROR_SCHEMA, REFUSED_REQUEST, UNEXPECTED_ERROR, errorResponse, errorResponseName } from './error-responses.ts';
-import { type DocumentedOperation, OPERATIONS, OTHER_TAGS, withoutBody } from './operations.ts';
+import { type DocumentedOperation, OPERATIONS, OTHER_TAGS, describedPath, withoutBody } from './operations.ts';
 
 /**
  * Every named schema: read rows and filters, batch writes, the change feed, the token's
@@ -70,8 +70,7 @@ function buildOpenApiDocument(): OpenApiDocument {
   const paths: Record<string, PathItem> = {};
   const errorStatuses = new Set<number>();
   for (const { method, url, errors, operation } of OPERATIONS) {
-    const partner = url.startsWith(`${PARTNER_PREFIX}/`);
-    const path = partner ? url.slice(PARTNER_PREFIX.length) : url;
+    const { path, partner } = describedPath(url);
     const item = paths[path] ?? (paths[path] = partner ? {} : { servers: [ROOT_SERVER] });
     // A HEAD answer has no body: its error responses are written in place, without content.
     const failures = method === 'head'

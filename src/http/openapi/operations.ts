@@ -95,7 +95,7 @@ function readOperation(resource: Resource): DocumentedOperation {
  */
 function headOperation(get: DocumentedOperation): DocumentedOperation {
   const { operationId, summary, responses, ...rest } = get.operation;
-  const path = get.url.startsWith(`${PARTNER_PREFIX}/`) ? get.url.slice(PARTNER_PREFIX.length) : get.url;
+  const { path } = describedPath(get.url);
   return {
     ...get,
     method: 'head',
@@ -107,6 +107,12 @@ function headOperation(get: DocumentedOperation): DocumentedOperation {
       responses: Object.fromEntries(Object.entries(responses).map(([status, response]) => [status, withoutBody(response as OpenAPIV3_1.ResponseObject)])),
     },
   };
+}
+
+/** A URL as the description names it: under the partner API's server, or at the root. */
+export function describedPath(url: string): { path: string; partner: boolean } {
+  const partner = url.startsWith(`${PARTNER_PREFIX}/`);
+  return { path: partner ? url.slice(PARTNER_PREFIX.length) : url, partner };
 }
 
 /** A response as HEAD answers it: its description and headers. */
