@@ -51,8 +51,25 @@ export interface ScratchOptions {
   readonly shardCount?: number;
 }
 
+/**
+ * A fresh database named `name` on `serverUrl`. Whoever holds a name holds it until `drop()`: a
+ * second run given the same name (two benchmarks on one server) is refused rather than dropping
+ * the first's database under it; a name left by a run that died is dropped and made anew.
+ */
 export async function createScratchDatabase(serverUrl: string, { name = `pds_test_${randomBytes(6).toString('hex')}`, shardCount }: ScratchOptions = {}): Promise<ScratchDatabase> {
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  // The name's lock is this session's, so the admin connection lives as long as the database.
+  const admin = postgres(serverUrl, { max: 1, max_lifetime: null, onnotice: () => {} });
+  try {
+    return await createHeld(admin, serverUrl, name, shardCount);
+  } catch (error) {
+    await admin.end();
+    throw error;
+  }
+}
+
+async function createHeld(admin: postgres.Sql, serverUrl: string, name: string, shardCount: number | undefined): Promise<ScratchDatabase> {
+  const [{ held }] = await admin<{ held: boolean }[]>`select pg_try_advisory_lock(hashtext(${`scratch database ${name}`})) as held`;
+  if (!held) throw new Error(`Another run is using the database ${name} on ${new URL(serverUrl).host}: wait for it to end.`);
   const [{ citus }] = await admin<{ citus: boolean }[]>`select exists (select 1 from pg_extension where extname = 'citus') as citus`;
   const nodes = citus
     ? await admin<ClusterNode[]>`select nodename, nodeport, groupid from pg_dist_node where noderole = 'primary' order by groupid`
