@@ -13,6 +13,8 @@ export const LIMITS = {
   /** json_build_object takes at most 100 arguments: 50 key/value pairs. */
   maxOutputColumns: 50,
   maxOrderTerms: 10,
+  /** Steps of a JSON path, brackets within a JSON value, parentheses and negations within a full-text query (src/query/nesting.ts). */
+  maxNesting: 20,
   /** Characters in one like/ilike/match/imatch pattern (each element of an `any`/`all` list is one). */
   maxPatternLength: 256,
   /** Repetition operators (`*`, `+`, `?`, `{m,n}`) in one regular expression. */
@@ -69,6 +71,10 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<Limit, LimitDescription>> = {
   maxSelectItems: { bounds: 'items of `select`', code: 'QUERY_TOO_COMPLEX' },
   maxOutputColumns: { bounds: 'columns a read returns (`*` counts each)', code: 'QUERY_TOO_COMPLEX' },
   maxOrderTerms: { bounds: 'terms of `order`', code: 'QUERY_TOO_COMPLEX' },
+  maxNesting: {
+    bounds: 'steps of a JSON path; arrays and objects nested in a JSON value; parentheses and negations (`!`, `-` in `wfts`) nested in a full-text query',
+    code: 'QUERY_TOO_COMPLEX',
+  },
   maxPatternLength: { bounds: 'characters of a `like`, `ilike`, `match` or `imatch` pattern', code: 'PATTERN_TOO_COMPLEX' },
   maxPatternRepetitions: {
     bounds: 'repetition operators in one regular expression (back-references and repeated repeating groups are refused outright)',

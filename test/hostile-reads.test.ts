@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { StoreUnavailableError } from '../src/db/store.ts';
 import { LIMITS } from '../src/limits.ts';
+import { jsonNesting, searchNesting } from '../src/query/nesting.ts';
 import { arrayLiteralElements, regexComplaint } from '../src/query/patterns.ts';
 import { Harness, backends } from './support/harness.ts';
 import { parseExposition, valueOf } from './support/prometheus.ts';
@@ -31,6 +32,24 @@ describe('the pattern guard (pure)', () => {
   test('reads the elements of an any/all array literal as PostgreSQL does', () => {
     assert.deepEqual(arrayLiteralElements('{a, "b,c" ,"(.+)\\\\1",d\\,e}'), ['a', 'b,c', '(.+)\\1', 'd,e']);
     assert.deepEqual(arrayLiteralElements('plain'), ['plain']);
+  });
+});
+
+describe('the nesting guard (pure)', () => {
+  test('JSON values nest by their arrays and objects, not by brackets inside strings', () => {
+    assert.equal(jsonNesting('{"a":[1,{"b":[]}]}'), 4);
+    assert.equal(jsonNesting('["[[[[", "\\"[{"]'), 1);
+    assert.equal(jsonNesting('plain'), 0);
+  });
+
+  test('full-text queries nest by parentheses and negations in a row, as each operator reads them', () => {
+    assert.equal(searchNesting('fts', '!! ! a & (b | !(c))'), 3);
+    assert.equal(searchNesting('fts', '!a & !b & !c'), 1);
+    assert.equal(searchNesting('wfts', '- -a -b'), 2);
+    // A hyphen inside a word negates nothing; websearch_to_tsquery has no parentheses.
+    assert.equal(searchNesting('wfts', 'x----y ((((z))))'), 0);
+    assert.equal(searchNesting('plfts', '!!!!a'), 0);
+    assert.equal(searchNesting('phfts', '((((a))))'), 0);
   });
 });
 
@@ -127,6 +146,34 @@ for (const backend of backends()) {
         assert.equal(res.status, 400, query);
         assert.ok((codes as readonly string[]).includes(res.json.code), `${query}: ${res.json.code}`);
         assert.deepEqual(Object.keys(res.json).sort(), ['code', 'details', 'hint', 'message']);
+      }
+    });
+
+    test('a JSON path, a JSON value or a full-text query nested past the limit is a 400, not a 500 that a retry cannot cure', async () => {
+      const token = h.demo!.universities[0].read_token;
+      const deep = LIMITS.maxNesting + 1;
+      const path = '->a'.repeat(deep);
+      const nested = (open: string, close: string, n: number, inner = '') => `${open.repeat(n)}${inner}${close.repeat(n)}`;
+      // PostgreSQL fails each of the first six (tsquery stack too small, stack depth limit
+      // exceeded), and the embedded store the last four, every time it is sent.
+      for (const query of [`title=fts.${'!'.repeat(33)}a`, `title=fts(english).a|b%26c<->${'!'.repeat(30)}d`, `title=wfts.${'-'.repeat(40)}a`,
+        `title=fts.${nested('(', ')', 7000, 'a')}`, `title=fts.${'!'.repeat(deep)}a`, `description=wfts.${'- '.repeat(deep)}a`]) {
+        const res = await h.get(`/v1/jobs?select=id&limit=1&${query}`, token);
+        assert.deepEqual([res.status, res.json.code], [400, 'QUERY_TOO_COMPLEX'], query.slice(0, 40));
+        assert.match(res.json.message, /query nests deeper than 20 levels/);
+      }
+      for (const query of [`select=sections${'->a'.repeat(2000)}`, `select=id&sections${path}=is.null`, `select=id&order=sections${path}`,
+        `select=id&sections=cs.${nested('[', ']', 7000)}`, `select=id&sections->a=eq.${encodeURIComponent(nested('{"a":', '}', deep, '1'))}`,
+        `select=id&sections=in.(1,${nested('[', ']', deep)})`]) {
+        const res = await h.get(`/v1/student_profiles?limit=1&${query}`, token);
+        assert.deepEqual([res.status, res.json.code], [400, 'QUERY_TOO_COMPLEX'], query.slice(0, 40));
+      }
+      // At the limit, each is read.
+      for (const [resource, query] of [['jobs', `title=fts.${'!'.repeat(LIMITS.maxNesting)}a`], ['jobs', `title=wfts.x${'-'.repeat(40)}y`],
+        ['student_profiles', `sections${'->a'.repeat(LIMITS.maxNesting)}=is.null`], ['student_profiles', `sections=cs.${nested('[', ']', LIMITS.maxNesting)}`],
+        ['students', `first_name=eq.${nested('[', ']', deep)}`]]) {
+        const res = await h.get(`/v1/${resource}?select=id&limit=1&${query}`, token);
+        assert.equal(res.status, 200, `${query.slice(0, 40)}: ${res.body}`);
       }
     });
 

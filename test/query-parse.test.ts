@@ -123,6 +123,9 @@ describe('select and order', () => {
       { kind: 'field', alias: null, field: { name: 'sections', jsonPath: [{ arrow: '->', key: '0', isIndex: true }, { arrow: '->>', key: 'title', isIndex: false }] }, cast: null },
       { kind: 'field', alias: 't', field: { name: 'sections', jsonPath: [{ arrow: '->>', key: 'a.b', isIndex: false }] }, cast: null },
     ]);
+    assert.deepEqual(parseSelect('sections->"0"->-1'), [
+      { kind: 'field', alias: null, field: { name: 'sections', jsonPath: [{ arrow: '->', key: '0', isIndex: false }, { arrow: '->', key: '-1', isIndex: true }] }, cast: null },
+    ]);
     assert.deepEqual(parseSelect(''), [{ kind: 'star' }]);
   });
   test('embedding and aggregates are refused with PostgREST codes', () => {

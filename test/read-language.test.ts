@@ -128,6 +128,12 @@ for (const backend of storeBackends()) {
         assert.ok(await sameRows('student_profiles', 'student_profiles', 'sections->0->>type=eq.experience', `sections->0->>'type' = 'experience'`) > 0);
         await sameRows('student_profiles', 'student_profiles', 'skills->>0=eq.Python', `to_jsonb(skills)->>0 = 'Python'`);
       });
+
+      test('a quoted key is a key even when it is digits, as in PostgREST: ->"0" of an array is null', async () => {
+        assert.equal(await sameRows('student_profiles', 'student_profiles', 'sections->"0"->>type=eq.experience', `sections->'0'->>'type' = 'experience'`), 0);
+        const res = await h.get('/v1/student_profiles?select=sections->"0"->>type,sections->"0"&order=id&limit=1', token);
+        assert.deepEqual(res.json, [{ type: null, 0: null }]);
+      });
     });
 
     describe('1.4 values, quoting and escaping', () => {

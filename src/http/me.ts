@@ -23,6 +23,7 @@ const PARTNER_LIMIT_NAMES: Readonly<Record<Limit, string | null>> = {
   maxSelectItems: 'select_items',
   maxOutputColumns: 'output_columns',
   maxOrderTerms: 'order_terms',
+  maxNesting: 'nesting',
   maxPatternLength: 'pattern_length',
   maxPatternRepetitions: 'pattern_repetitions',
   maxRepetitionBound: 'repetition_bound',

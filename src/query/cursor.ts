@@ -99,15 +99,17 @@ export function readJsonPath(c: Cursor): JsonStep[] {
   const steps: JsonStep[] = [];
   while (c.startsWith('->')) {
     const arrow = c.take('->>') ? '->>' : (c.take('->'), '->');
+    // A quoted key is a key even when it is digits (`->"0"`), as in PostgREST.
+    const quoted = c.peek() === '"';
     let key: string;
-    if (c.peek() === '"') key = readQuoted(c);
+    if (quoted) key = readQuoted(c);
     else {
       const start = c.pos;
       while (!c.done && !jsonKeyStop.has(c.peek()) && !(c.peek() === '-' && c.peek(1) === '>' && c.pos > start)) c.pos++;
       key = c.text.slice(start, c.pos);
       if (!key) c.fail('JSON key or array index');
     }
-    steps.push({ arrow, key, isIndex: /^-?\d+$/.test(key) });
+    steps.push({ arrow, key, isIndex: !quoted && /^-?\d+$/.test(key) });
   }
   return steps;
 }

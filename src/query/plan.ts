@@ -7,6 +7,7 @@ import { ApiError, apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { Column, Resource } from '../resources/registry.ts';
 import type { ReadRepresentation } from './media-types.ts';
+import { checkFieldNesting, checkValueNesting } from './nesting.ts';
 import { PATTERN_OPERATORS, checkPattern } from './patterns.ts';
 import type { Condition, CountPreference, FieldRef, JsonStep, Operation, ReadSyntax } from './syntax.ts';
 
@@ -74,6 +75,7 @@ function resolveField(resource: Resource, field: FieldRef): PlannedField {
   if (!column) {
     throw apiError('42703', resource.name, field.name, resource.columns.map((c) => c.name));
   }
+  checkFieldNesting(field);
   return { column, jsonPath: field.jsonPath };
 }
 
@@ -87,6 +89,7 @@ function planCondition(resource: Resource, condition: Condition): PlannedConditi
   if (operation.kind === 'compare' && PATTERN_OPERATORS.has(operation.op)) {
     checkPattern(operation.op, operation.value, operation.quantifier !== null);
   }
+  checkValueNesting(field.column, condition.field, operation);
   return { kind: 'filter', field, negated: condition.negated, operation: condition.operation };
 }
 
