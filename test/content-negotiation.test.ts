@@ -13,6 +13,8 @@ import { Harness } from './support/harness.ts';
 const READ_CHOICES: [string | undefined, ReadMediaType | 'json stripped' | 'singular stripped'][] = [
   [undefined, 'json'],
   ['', 'json'],
+  // A list of empty elements is an empty list (RFC 9110, 5.6.1): as no Accept.
+  [' , ,', 'json'],
   ['application/json', 'json'],
   ['application/json; charset=utf-8', 'json'],
   ['*/*', 'json'],

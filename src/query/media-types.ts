@@ -101,8 +101,8 @@ const namedOnly = (offered: string) => VENDOR_NAMES.has(mediaTypeName(offered));
 
 /** The offer an Accept header prefers among `offers`, or 406 PGRST107 naming what was asked. */
 function negotiate<T extends { readonly offered: string }>(acceptHeader: string | undefined, offers: readonly T[]): T {
-  // A blank Accept is read as none, as clients that send one mean.
-  const accept = acceptHeader?.trim() ? acceptHeader : undefined;
+  // A blank Accept, or one of empty list elements (RFC 9110, 5.6.1), is read as none, as clients that send one mean.
+  const accept = acceptHeader?.replace(/[\s,]/g, '') ? acceptHeader : undefined;
   const negotiator = new Negotiator({ headers: accept === undefined ? {} : { accept } });
   // The type/subtype of every range the Accept lists with a q-value above 0, wildcards as written.
   const named = new Set(negotiator.mediaTypes().map((range) => range.toLowerCase()));
