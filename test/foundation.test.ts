@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { migrate } from '../src/db/migrate.ts';
+import { openPostgresStore } from '../src/db/postgres-store.ts';
+import { DEFAULT_STORE_TIMEOUTS } from '../src/db/store.ts';
 import { resources } from '../src/resources/registry.ts';
+import { createScratchDatabase } from '../tools/scratch-database.ts';
 import { ADMIN_KEY, Harness, backends } from './support/harness.ts';
 
 const ERROR_KEYS = ['code', 'details', 'hint', 'message'];
@@ -266,6 +270,28 @@ for (const backend of backends()) {
           assert.equal((await h.get('/v1/students?select=id&limit=1', answer.json.universities[0].write_token)).status, 200);
         }
       });
+    });
+  });
+}
+
+if (process.env.TEST_DATABASE_URL) {
+  describe('the demo endpoint on a store whose requests wait briefly', () => {
+    let h: Harness;
+    before(async () => {
+      const database = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
+      // Far less than a load of 3,000 students takes, as 6 s (the default) is for 12,000.
+      const store = openPostgresStore(database.url, 2, { ...DEFAULT_STORE_TIMEOUTS, storeWaitMs: 200 });
+      await migrate(store);
+      h = await Harness.over('postgres', { store, url: database.url, drop: async () => { await store.close(); await database.drop(); } });
+    });
+    after(() => h.close());
+
+    test('a demo load longer than a request\'s store wait completes (it was 503 DATABASE_UNAVAILABLE, and so was every retry)', async () => {
+      const demo = await h.admin('POST', '/demo', { students: 3_000, seed: 11 });
+      assert.equal(demo.status, 201, demo.body);
+      assert.equal(demo.json.students, 3_000);
+      const [{ n }] = await h.sql<{ n: number }>('select count(*)::int as n from students');
+      assert.ok(n >= 3_000, `${n} students stored`);
     });
   });
 }
