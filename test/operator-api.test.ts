@@ -312,7 +312,11 @@ for (const backend of storeBackends()) {
       assert.equal(await cohorts(), 0);
       const template = unique('template');
       assert.equal((await h.admin('POST', '/resume-templates', { university_id: north.id, name: template })).status, 201);
-      assert.equal((await h.admin('POST', '/cohorts', { ...cohort, resume_template_names: [template] })).status, 201);
+      expectError(await h.admin('POST', '/cohorts', { ...cohort, resume_template_names: [template, ' '] }), 400, 'INVALID_BODY');
+      // Template names trimmed and each kept once, as a partner's are.
+      const spaced = await h.admin('POST', '/cohorts', { ...cohort, resume_template_names: [` ${template} `, template] });
+      assert.equal(spaced.status, 201, spaced.body);
+      assert.deepEqual(spaced.json.resume_template_names, [template]);
       assert.equal((await h.admin('POST', '/cohorts', cohort)).status, 201);
       assert.equal(await cohorts(), 2);
     });

@@ -312,8 +312,17 @@ describe('cohort rows', () => {
     ['null on a required field', [{ name: 'cs', degree: null }], 'patch', ['INVALID_FIELD']],
     ['an intake term outside the four', [{ name: 'new', ...full, intake_term: 'fall' }], 'put', ['INVALID_FIELD']],
     ['a blank name', [{ name: '', ...full }], 'put', ['INVALID_NAME']],
+    ['a template name with spaces around it, on create', [{ name: 'new', ...full, resume_template_names: [' Classic '] }], 'put', ['create']],
+    ['the templates the cohort holds (none), then a blank template name', [{ name: 'cs', resume_template_names: [] }, { name: 'cs', resume_template_names: ['  '] }], 'patch', ['unchanged', 'INVALID_FIELD']],
   ];
   for (const [name, rows, mode, expected] of cases) test(`${name} → ${expected.join(', ')}`, () => assert.deepEqual(outcome(rows, mode), expected));
+
+  test('template names are stored trimmed, each once; a blank one is refused, named by its place', () => {
+    const valid = validateCohortRow({ name: 'cs', resume_template_names: [' Classic', 'Modern ', 'Classic'] }, 0, 'patch');
+    assert.deepEqual('ok' in valid ? valid.ok.fields.resume_template_names : valid.rejected, ['Classic', 'Modern']);
+    const blank = validateCohortRow({ name: 'cs', resume_template_names: ['Classic', ' '] }, 0, 'patch');
+    assert.deepEqual('rejected' in blank ? blank.rejected : null, { code: 'INVALID_FIELD', message: 'resume_template_names[1] must not be blank.' });
+  });
 });
 
 describe('settleRaces: a row that loses twice is reported', () => {

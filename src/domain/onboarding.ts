@@ -96,7 +96,8 @@ export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
     if (!campus) throw apiError('CAMPUS_NOT_FOUND', input.campus_name);
     campusId = campus.id;
   }
-  const templates = input.resume_template_names ?? [];
+  // Trimmed and each kept once, as a partner's row's (src/writes/cohort-rules.ts).
+  const templates = [...new Set((input.resume_template_names ?? []).map((template) => template.trim()))];
   if (templates.length > 0) {
     const known = await tx.query<{ name: string }>('select name from resume_templates where university_id = $1 and name = any($2::text[])',
       [input.university_id, arrayLiteral(templates)]);
@@ -108,7 +109,7 @@ export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
        intake_term, campus_id, study_mode, resume_template_names, change_seq, created_seq)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text[], $13::bigint, $13::bigint) returning id`,
     [input.university_id, input.name.trim(), input.display_name, input.program, input.degree, input.start_date, input.end_date,
-      String(input.intake_year), input.intake_term, campusId, input.study_mode ?? null, arrayLiteral(input.resume_template_names ?? []), changeSeq]);
+      String(input.intake_year), input.intake_term, campusId, input.study_mode ?? null, arrayLiteral(templates), changeSeq]);
   const [row] = await tx.query(
     `select id, university_id, name, display_name, program, degree, start_date::text, end_date::text, intake_year,
        intake_term, campus_id, study_mode, resume_template_names, ${timestampJson('created_at')} as created_at

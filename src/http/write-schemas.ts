@@ -13,8 +13,8 @@ import { type JsonSchema, withNull } from './schemas.ts';
 const singleLine = (field: WriteField): JsonSchema => ({ type: 'string', maxLength: field.maxLength, pattern: SINGLE_LINE_TEXT_PATTERN });
 
 const KIND_SCHEMAS: Record<FieldKind, (field: WriteField) => JsonSchema> = {
-  // No text field is blank, as the row rules say: a blank required one is missing, a blank
-  // optional one refused (null clears it).
+  // No text field or list entry is blank, as the row rules say: a blank required one is missing,
+  // a blank optional one or entry refused (null clears a field).
   text: (field) => ({ ...singleLine(field), pattern: NAME_PATTERN }),
   email: (field) => ({ type: 'string', format: 'email', maxLength: field.maxLength }),
   phone: (field) => ({ type: 'string', maxLength: field.maxLength }),
@@ -22,7 +22,7 @@ const KIND_SCHEMAS: Record<FieldKind, (field: WriteField) => JsonSchema> = {
   boolean: () => ({ type: 'boolean' }),
   integer: (field) => ({ type: 'integer', ...(field.range ? { minimum: field.range.min, maximum: field.range.max } : {}) }),
   enum: (field) => ({ type: 'string', enum: [...field.values ?? []] }),
-  'text[]': (field) => ({ type: 'array', items: singleLine(field) }),
+  'text[]': (field) => ({ type: 'array', items: { ...singleLine(field), pattern: NAME_PATTERN } }),
 };
 
 function fieldSchema(field: WriteField): JsonSchema {

@@ -41,6 +41,8 @@ function fieldProblem(row: Readonly<Record<string, unknown>>): string | null {
     const problem = kindProblem(name, COHORT_SHAPE.fields[name], value);
     if (problem) return problem;
     if (typeof value === 'string' && isBlank(value)) return `${name} must not be blank.`;
+    const blankEntry = Array.isArray(value) ? value.findIndex((entry) => typeof entry === 'string' && isBlank(entry)) : -1;
+    if (blankEntry >= 0) return `${name}[${blankEntry}] must not be blank.`;
   }
   const year = row.intake_year;
   if (typeof year === 'number' && (year < INTAKE_YEARS.min || year > INTAKE_YEARS.max)) {
@@ -49,13 +51,14 @@ function fieldProblem(row: Readonly<Record<string, unknown>>): string | null {
   return firstTextProblem(COHORT_SHAPE, row);
 }
 
-/** The sent fields besides the name, strings trimmed; a null list becomes the empty list. */
+/** The sent fields besides the name, strings trimmed; a list's entries trimmed and each kept once; a null list becomes the empty list. */
 function sentFields(row: Readonly<Record<string, unknown>>): Partial<CohortFields> {
   const fields: Record<string, unknown> = {};
   for (const name of fieldNames(COHORT_SHAPE)) {
     const value = row[name];
     if (name === COHORT_SHAPE.key || value === undefined) continue;
     if (name === 'resume_template_names' && value === null) fields[name] = [];
+    else if (Array.isArray(value)) fields[name] = [...new Set(value.map((entry: string) => entry.trim()))];
     else fields[name] = typeof value === 'string' ? value.trim() : value;
   }
   return fields as Partial<CohortFields>;
