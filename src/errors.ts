@@ -208,7 +208,10 @@ export const ERRORS = {
   }),
   PAYLOAD_TOO_LARGE: define({
     status: 413, when: `A body over ${LIMITS.bodyBytes / 1024 / 1024} MiB; nothing is written.`,
-    text: () => ({ message: 'The request body is larger than the service accepts.', hint: `Send at most ${LIMITS.batchRows} rows per request.` }),
+    text: () => ({
+      message: `The request body is larger than the service accepts (${LIMITS.bodyBytes.toLocaleString('en-US')} bytes).`,
+      hint: `Send at most ${LIMITS.batchRows} rows per request, without fields the record does not hold.`,
+    }),
   }),
   INVALID_IDEMPOTENCY_KEY: define({
     status: 400, when: `An Idempotency-Key that is empty, longer than ${LIMITS.idempotencyKeyChars} characters or not printable ASCII.`,

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { LIMITS } from '../src/limits.ts';
 import { Harness, storeBackends } from './support/harness.ts';
 
 const PAST_COHORT = {
@@ -100,6 +101,8 @@ for (const backend of storeBackends()) {
         const huge = await h.request({ method: 'PUT', url: '/v1/students', headers: { ...auth, 'content-type': 'application/json' }, payload: `{"students": ["${'x'.repeat(5 * 1024 * 1024)}"]}` });
         assert.equal(huge.status, 413);
         assert.equal(huge.json.code, 'PAYLOAD_TOO_LARGE');
+        // One row over the limit: the message says the limit in bytes, not only rows.
+        assert.match(huge.json.message, new RegExp(`\\(${LIMITS.bodyBytes.toLocaleString('en-US')} bytes\\)`));
       });
 
       test('an empty batch is processed', async () => {
