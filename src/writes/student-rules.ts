@@ -110,7 +110,9 @@ function alumniNote(isAlumni: boolean, graduationDate: string | null, cohortEndD
   const basis = graduationDate !== null
     ? `the graduation_date ${graduationDate} implies ${implied}`
     : cohortEndDate !== null ? `with no graduation_date, the cohort end_date ${cohortEndDate} implies ${implied}` : `the dates imply ${implied}`;
-  return `is_alumni was applied as sent (${isAlumni}), but ${basis}; a later cohort or graduation-date change will re-derive the flag and overwrite it.`;
+  // A sign-in sets a false flag the dates say is true, and never clears a true one.
+  const overwrittenBy = implied ? 'a later cohort or graduation-date change, or the student\'s next sign-in,' : 'a later cohort or graduation-date change';
+  return `is_alumni was applied as sent (${isAlumni}), but ${basis}; ${overwrittenBy} will re-derive the flag and overwrite it.`;
 }
 
 const secondaryNote = (email: string) =>
