@@ -157,6 +157,15 @@ export const ERRORS = {
       ? { message: 'Consortium tokens can only read.', hint: 'Write with a write-enabled token of a single university.' }
       : { message: 'This token is not enabled for writing.', hint: 'Ask the operator for a write-enabled token of your university.' },
   }),
+  TOO_MANY_LARGE_PAGES: define({
+    status: 429,
+    when: `${LIMITS.largePagesPerScope} pages of more than ${LIMITS.wholePageRows.toLocaleString('en-US')} rows are being sent to the token's universities already; each holds a database connection until read.`,
+    text: () => ({
+      message: `${LIMITS.largePagesPerScope} pages of more than ${LIMITS.wholePageRows.toLocaleString('en-US')} rows are being sent to your universities already.`,
+      hint: `Read them to the end first, or page with limit=${LIMITS.wholePageRows} or less.`,
+    }),
+    headers: RETRY_SOON,
+  }),
   RATE_LIMITED: define({
     status: 429, when: 'Over the read or write rate limit, or too many failed authentications from one address; Retry-After says when to try again.',
     text: (perMinute: number, retryAfterSeconds: string, what: 'requests' | 'failed authentications') => ({
@@ -305,10 +314,11 @@ export const ERRORS = {
     headers: RETRY_SOON,
   }),
   DATABASE_BUSY: define({
-    status: 503, when: 'The embedded store stayed busy with other requests for longer than a request may wait (PDS_EMBEDDED_WAIT_MS).',
-    text: (waitedMs: number) => ({
+    status: 503,
+    when: 'The embedded store stayed busy with other requests for longer than a request may wait (PDS_EMBEDDED_WAIT_MS), or every connection large pages may hold is sending one.',
+    text: (busy: { readonly waitedMs: number } | 'large pages') => ({
       message: 'The data store is busy with other requests; retry with backoff.',
-      details: `No turn on the embedded store within ${waitedMs} ms.`,
+      details: busy === 'large pages' ? 'Every connection large pages may hold is sending one.' : `No turn on the embedded store within ${busy.waitedMs} ms.`,
     }),
     headers: RETRY_SOON,
   }),

@@ -22,6 +22,10 @@ export const LIMITS = {
   /** The largest count a `{m,n}` bound may name (PostgreSQL itself allows 255). */
   maxRepetitionBound: 100,
   rowsPerResponse: 10_000,
+  /** Rows a page may hold to be sent whole; a larger one is sent as the client reads it (src/query/execute.ts). */
+  wholePageRows: 1_000,
+  /** Larger pages sent at once to one scope: each holds a database connection until its client has read it. */
+  largePagesPerScope: 2,
   batchRows: 500,
   bodyBytes: 4 * 1024 * 1024,
   /** Arrays and objects within one another in a body: a batch needs 4 (body, rows, row, a list value). */
@@ -82,6 +86,13 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<Limit, LimitDescription>> = {
   },
   maxRepetitionBound: { bounds: 'the count a `{m,n}` bound of a regular expression may name', code: 'PATTERN_TOO_COMPLEX' },
   rowsPerResponse: { bounds: 'rows of one list response', note: 'a larger `limit` is cut to it; an omitted limit returns at most this many' },
+  wholePageRows: {
+    bounds: 'rows of a page sent whole', note: 'a larger page is sent as the client reads it, and holds a database connection until the client has read it all',
+  },
+  largePagesPerScope: {
+    bounds: 'larger pages being sent at once to one scope (a university, or a consortium)', code: 'TOO_MANY_LARGE_PAGES',
+    note: 'and at most half of an instance\'s connections send large pages at once (503 `DATABASE_BUSY`)',
+  },
   batchRows: { bounds: 'rows of one write', code: 'BATCH_TOO_LARGE', note: 'nothing written' },
   bodyBytes: { bounds: 'bytes of a request body', code: 'PAYLOAD_TOO_LARGE', note: 'nothing written' },
   bodyDepth: { bounds: 'arrays and objects nested within one another in a request body', code: 'INVALID_BODY', note: 'nothing written' },

@@ -5,10 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, type Socket, connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { StoreUnavailableError } from '../src/db/store.ts';
 import { LIMITS } from '../src/limits.ts';
+import { ApiError } from '../src/errors.ts';
+import { LargePageSlots } from '../src/query/large-pages.ts';
 import { jsonNesting, searchNesting } from '../src/query/nesting.ts';
 import { arrayLiteralElements, regexComplaint } from '../src/query/patterns.ts';
 import { Harness, backends } from './support/harness.ts';
@@ -53,16 +55,58 @@ describe('the nesting guard (pure)', () => {
   });
 });
 
+describe('large page slots (pure)', () => {
+  const refusal = (slots: LargePageSlots, scope: string) => {
+    try {
+      slots.take(scope);
+      return null;
+    } catch (error) {
+      assert.ok(error instanceof ApiError);
+      return `${error.status} ${error.code}`;
+    }
+  };
+
+  test('a scope holds at most two; all scopes together half the transactions\' connections; a slot given back twice counts once', () => {
+    const slots = new LargePageSlots(10);
+    const a1 = slots.take('a');
+    slots.take('a');
+    assert.equal(refusal(slots, 'a'), '429 TOO_MANY_LARGE_PAGES');
+    slots.take('b');
+    slots.take('b');
+    slots.take('c');
+    assert.equal(refusal(slots, 'd'), '503 DATABASE_BUSY');
+    a1();
+    a1();
+    slots.take('d');
+    assert.equal(refusal(slots, 'a'), '503 DATABASE_BUSY');
+  });
+
+  test('one connection still sends one large page', () => {
+    const slots = new LargePageSlots(1);
+    const giveBack = slots.take('a');
+    assert.equal(refusal(slots, 'b'), '503 DATABASE_BUSY');
+    giveBack();
+    slots.take('b');
+  });
+});
+
 for (const backend of backends()) {
   describe(`hostile reads on ${backend}`, () => {
     let h: Harness;
     let consortium: string;
     const lines: string[] = [];
     before(async () => {
-      h = await Harness.start(backend, { demoStudents: 300, settings: { logLevel: 'warn', logStream: { write: (line) => void lines.push(line) } } });
+      // More students than a page sent whole holds (LIMITS.wholePageRows), so the consortium's pages of them stream.
+      h = await Harness.start(backend, { demoStudents: 1_200, settings: { logLevel: 'warn', logStream: { write: (line) => void lines.push(line) } } });
       consortium = h.demo!.consortium.read_token;
     });
     after(() => h.close());
+
+    /** The app's port, listening from the first call on. */
+    async function listening(): Promise<number> {
+      if (!h.app.server.listening) await h.app.listen({ port: 0, host: '127.0.0.1' });
+      return (h.app.server.address() as AddressInfo).port;
+    }
 
     test('a cast that fails on every row is a 400 before any byte of a 200', async () => {
       const res = await h.get('/v1/campuses?select=name::json', consortium);
@@ -106,8 +150,7 @@ for (const backend of backends()) {
         { route: '/v1/students', method: 'GET', status: '200' });
       const answeredBefore = await answeredCount();
       try {
-        await h.app.listen({ port: 0, host: '127.0.0.1' });
-        const { port } = h.app.server.address() as AddressInfo;
+        const port = await listening();
         const outcome = await new Promise<{ status: number; requestId: string; body: string; aborted: boolean }>((resolve, reject) => {
           const req = request({ port, path: '/v1/students?select=id,last_name&order=id&limit=5000', headers: { authorization: `Bearer ${consortium}` } }, (res) => {
             let body = '';
@@ -176,6 +219,57 @@ for (const backend of backends()) {
         assert.equal(res.status, 200, `${query.slice(0, 40)}: ${res.body}`);
       }
     });
+
+    if (backend === 'postgres') {
+      test('a token whose client stops reading its large pages holds two connections, not all: other universities still write and sign in', async () => {
+        // Three months of each student, each row fifty copies of its student's id: 8 MB, more than the sockets buffer.
+        const largePage = `/v1/student_engagement_monthly?select=${Array.from({ length: LIMITS.maxOutputColumns }, (_, i) => `s${i}:student_id`).join(',')}`;
+        const port = await listening();
+        /** The page asked for on a socket of its own, which reads the status line and headers, then no more. */
+        const stalled = (token: string) => new Promise<{ head: string; socket: Socket }>((resolve, reject) => {
+          const socket = connect(port, '127.0.0.1');
+          let head = '';
+          const onData = (chunk: Buffer) => {
+            head += chunk.toString('latin1');
+            if (!head.includes('\r\n\r\n')) return;
+            socket.off('data', onData);
+            socket.pause();
+            resolve({ head: head.slice(0, head.indexOf('\r\n\r\n')), socket });
+          };
+          socket.on('data', onData).on('error', reject);
+          socket.write(`GET ${largePage} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+        });
+        // Ten at once, as many as the transactions have connections (test/support/harness.ts).
+        const pages = await Promise.all(Array.from({ length: 10 }, () => stalled(consortium)));
+        try {
+          const statuses = pages.map((page) => page.head.slice(9, 12)).sort();
+          assert.deepEqual(statuses, [...Array(LIMITS.largePagesPerScope).fill('200'), ...Array(10 - LIMITS.largePagesPerScope).fill('429')]);
+          assert.ok(pages.filter((page) => page.head.startsWith('HTTP/1.1 429')).every((page) => /\r\nretry-after: 1\r\n/i.test(page.head)));
+          const refused = await h.get(largePage, consortium);
+          assert.deepEqual([refused.status, refused.json.code], [429, 'TOO_MANY_LARGE_PAGES']);
+          // Another university writes, and a token never seen before is looked up, each on a connection of its own.
+          const college = h.demo!.universities[3];
+          const write = await h.request({
+            method: 'PUT', url: '/v1/cohorts', headers: { authorization: `Bearer ${college.write_token}`, 'content-type': 'application/json' },
+            payload: { cohorts: [{ name: 'During the stall', display_name: 'D', program: 'P', degree: 'BA', start_date: '2030-09-01', end_date: '2031-06-30', intake_year: 2030, intake_term: 'Fall' }] },
+          });
+          assert.equal(write.status, 200, write.body);
+          const issued = await h.admin('POST', '/tokens', { university_id: college.id, can_write: false });
+          assert.equal(issued.status, 201, issued.body);
+          assert.equal((await h.get('/v1/campuses?select=id', issued.json.token)).status, 200);
+        } finally {
+          for (const page of pages) page.socket.destroy();
+        }
+        // Once its clients went away, the consortium is sent its large pages again.
+        let again = await h.get(largePage, consortium);
+        for (let i = 0; i < 100 && again.status === 429; i++) {
+          await new Promise((r) => setTimeout(r, 50));
+          again = await h.get(largePage, consortium);
+        }
+        assert.equal(again.status, 200);
+        assert.ok(again.json.length > LIMITS.wholePageRows);
+      });
+    }
 
     test('a 5xx answer\'s hint quotes its request id, whatever failed', async () => {
       const token = h.demo!.universities[0].read_token;

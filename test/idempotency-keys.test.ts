@@ -75,6 +75,9 @@ class SwitchedStore implements Store {
   queryColumns: Store['queryColumns'] = (text, params) => this.inner.queryColumns(text, params);
   isDistributed: Store['isDistributed'] = () => this.inner.isDistributed();
   poolStats: Store['poolStats'] = () => this.inner.poolStats();
+  get transactionConnections(): number {
+    return this.inner.transactionConnections;
+  }
   close: Store['close'] = () => this.inner.close();
 }
 

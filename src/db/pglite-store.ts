@@ -105,6 +105,7 @@ export async function openPgliteStore(options: PgliteOptions): Promise<Store & {
     queryInTransaction: (text, params, transactionOptions) => transaction((tx) => tx.query(text, params), transactionOptions),
     readAsReader: (binding, form, text, params) => transaction((tx) => sendStatement(tx, form, text, params), binding.transaction),
     isDistributed: async () => false,
+    transactionConnections: 1,
     poolStats: () => gate.stats(),
     async close() {
       if (!db.closed) await db.close();

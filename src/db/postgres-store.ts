@@ -230,6 +230,7 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
       return readOnReaderSession(readers.pool, binding.startupParameters.role, binding, statement);
     },
     isDistributed: isCitus,
+    transactionConnections: maxConnections,
     poolStats: () => {
       const all = openPools().map((each) => each.stats());
       const total = (key: keyof PoolStats) => all.reduce((sum, stats) => sum + stats[key], 0);

@@ -77,6 +77,8 @@ export interface PoolStats {
 }
 
 export interface Store extends Queryable {
+  /** Connections transactions share (the pool besides reader sessions); PGlite has its one session. */
+  readonly transactionConnections: number;
   transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * One parameterised statement in a transaction of its own. The whole transaction (BEGIN with

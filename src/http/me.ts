@@ -28,6 +28,8 @@ const PARTNER_LIMIT_NAMES: Readonly<Record<Limit, string | null>> = {
   maxPatternRepetitions: 'pattern_repetitions',
   maxRepetitionBound: 'repetition_bound',
   rowsPerResponse: 'rows_per_response',
+  wholePageRows: 'whole_page_rows',
+  largePagesPerScope: 'large_pages_at_once',
   batchRows: 'batch_rows',
   bodyBytes: 'body_bytes',
   bodyDepth: 'body_depth',

@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
 import { type ApiError, apiError } from '../errors.ts';
 import { executeRead } from '../query/execute.ts';
+import { LargePageSlots } from '../query/large-pages.ts';
 import { readPlanOf } from '../query/read-plans.ts';
 import { type Resource, resources } from '../resources/registry.ts';
 import { readResponseHead } from './read-response.ts';
@@ -19,7 +20,7 @@ function rawQueryString(request: FastifyRequest): string {
   return at < 0 ? '' : url.slice(at + 1);
 }
 
-function readHandler(db: Database, resource: Resource, plannedCounts: boolean) {
+function readHandler(db: Database, resource: Resource, plannedCounts: boolean, largePages: LargePageSlots) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const head = request.method === 'HEAD';
     const plan = readPlanOf(resource, {
@@ -34,6 +35,7 @@ function readHandler(db: Database, resource: Resource, plannedCounts: boolean) {
       plannedCounts,
       // The code only: a failure's message can quote a row's value, and personal data stays out of logs.
       onLateError: (error) => request.log.error({ code: (error as { code?: unknown }).code }, 'streaming a page failed; the response was aborted'),
+      largePages,
     });
     const { status, headers } = readResponseHead(plan, result);
     reply.code(status).headers(headers);
@@ -57,9 +59,10 @@ export function unknownFunction(request: FastifyRequest): ApiError {
 }
 
 export function registerReadRoutes(app: FastifyInstance, deps: { db: Database; plannedCounts: boolean }): void {
+  const largePages = new LargePageSlots(deps.db.store.transactionConnections);
   for (const resource of resources) {
     // HEAD is declared, not left to Fastify's generated route, which would send `Content-Length: 0`
     // for a body never built; PostgREST sends none (RFC 9110 allows only the GET's own length).
-    app.route({ method: ['GET', 'HEAD'], url: `/${resource.name}`, handler: readHandler(deps.db, resource, deps.plannedCounts) });
+    app.route({ method: ['GET', 'HEAD'], url: `/${resource.name}`, handler: readHandler(deps.db, resource, deps.plannedCounts, largePages) });
   }
 }

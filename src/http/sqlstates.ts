@@ -95,7 +95,7 @@ export function passThroughStatus(code: string): number | undefined {
 
 /** The answer to a failure of the store, or null when it is the service's own fault (a 500). */
 export function databaseErrorToApiError(error: unknown, body: unknown = null): ApiError | null {
-  if (error instanceof StoreBusyError) return apiError('DATABASE_BUSY', error.waitedMs);
+  if (error instanceof StoreBusyError) return apiError('DATABASE_BUSY', { waitedMs: error.waitedMs });
   if (error instanceof StoreUnavailableError) return apiError('DATABASE_UNAVAILABLE');
   if (!isDatabaseError(error)) return null;
   const answer = answerFor(error.code);

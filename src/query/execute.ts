@@ -10,6 +10,7 @@ import type { Database, Scope } from '../db/database.ts';
 import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
+import type { LargePageSlots } from './large-pages.ts';
 import type { ReadMediaType } from './media-types.ts';
 import { BIGINT_MAX, type ReadPlan } from './plan.ts';
 import {
@@ -17,8 +18,6 @@ import {
   buildPlannedCountStatement,
 } from './sql.ts';
 
-/** Pages up to this many rows are sent whole as one body; larger ones are streamed. */
-const BUFFERED_PAGE_MAX_ROWS = 1_000;
 /**
  * Rows fetched from the cursor at a time: few enough that little is in flight (10,000 résumés
  * at 500 a batch raised peak memory about three times as much as at 100, at the same speed).
@@ -97,6 +96,8 @@ export interface ReadOptions {
   readonly plannedCounts: boolean;
   /** Told of a failure after the status line went out; the response is aborted by then. */
   readonly onLateError: (error: unknown) => void;
+  /** The instance's slots for pages sent as their client reads them. */
+  readonly largePages: LargePageSlots;
 }
 
 const countsExactly = (plan: ReadPlan, options: ReadOptions) =>
@@ -225,6 +226,13 @@ async function measureStreamedPage(tx: Queryable, plan: ReadPlan, tenants: Tenan
   return { rows: rowsOnPage(plan.page, reachable), total };
 }
 
+/** A measured page's body, read whole in its transaction (the total is the measure's). */
+async function wholeBodyIn(tx: Queryable, plan: ReadPlan, tenants: Tenants): Promise<Buffer> {
+  const statement = buildPageStatement(plan, tenants, { exactCount: false, body: true });
+  const [[, , body]] = await tx.queryColumns(statement.text, statement.params);
+  return bytesOf(body);
+}
+
 /** The media types a page can be streamed in: a single object is never more than one row. */
 type StreamedMediaType = Exclude<ReadMediaType, 'singular'>;
 
@@ -293,10 +301,12 @@ const abortPage = (error: unknown): never => {
 const PREMATURE_CLOSE = 'ERR_STREAM_PREMATURE_CLOSE';
 
 /**
- * A large page is measured first (so status and Content-Range are known before the first byte),
- * its first batch fetched, then streamed from a cursor with back-pressure, all in one
- * repeatable-read snapshot so the rows sent are the rows counted. The transaction stays open
- * until the stream ends. A failure after the status line destroys the body stream, so the
+ * A page whose limit exceeds LIMITS.wholePageRows (or that has none) is measured first (so status
+ * and Content-Range are known before the first byte). When it holds no more rows than that it is
+ * read whole, and its connection is free before the client reads; else, with one of the large
+ * page slots (src/query/large-pages.ts), its first batch is fetched, then the rest streamed from a
+ * cursor with back-pressure, all in one repeatable-read snapshot so the rows sent are the rows
+ * counted. The transaction stays open until the stream ends. A failure after the status line destroys the body stream, so the
  * client sees an aborted transfer (no closing `]`, no last chunk), and reaches `onLateError`.
  */
 function readStreamed(db: Database, scope: Scope, plan: ReadPlan, mediaType: StreamedMediaType, options: ReadOptions): Promise<ReadResult> {
@@ -310,15 +320,20 @@ function readStreamed(db: Database, scope: Scope, plan: ReadPlan, mediaType: Str
     db.asPartner(scope, async (tx) => {
       const size = await measureStreamedPage(tx, plan, scope.universityIds, options);
       if (options.head) return answer({ ...size, body: null });
-      const opening = await framing.open(tx, plan);
-      if (size.rows === 0) return answer({ ...size, body: opening + framing.close });
-      const cursor = buildCursorStatement(plan, scope.universityIds);
-      await tx.query(cursor.text, cursor.params);
-      const body = Readable.from(streamedRows(tx, framing, opening, await fetchBatch(tx)), { objectMode: false });
-      answer({ ...size, body });
-      await finished(body).catch((error: { code?: unknown }) => {
-        if (error.code !== PREMATURE_CLOSE) throw error;
-      });
+      if (size.rows <= LIMITS.wholePageRows) return answer({ ...size, body: await wholeBodyIn(tx, plan, scope.universityIds) });
+      const giveBack = options.largePages.take(db.partnerReader(scope).scope.value);
+      try {
+        const opening = await framing.open(tx, plan);
+        const cursor = buildCursorStatement(plan, scope.universityIds);
+        await tx.query(cursor.text, cursor.params);
+        const body = Readable.from(streamedRows(tx, framing, opening, await fetchBatch(tx)), { objectMode: false });
+        answer({ ...size, body });
+        await finished(body).catch((error: { code?: unknown }) => {
+          if (error.code !== PREMATURE_CLOSE) throw error;
+        });
+      } finally {
+        giveBack();
+      }
     }, { isolation: 'repeatable read', readOnly: true }).catch((error) => (answered ? options.onLateError(error) : reject(error)));
   });
 }
@@ -327,6 +342,6 @@ export function executeRead(db: Database, scope: Scope, plan: ReadPlan, options:
   const { mediaType } = plan;
   const tenants = scope.universityIds;
   if (mediaType === 'singular') return db.asPartner(scope, (tx) => readSingular(tx, plan, tenants, options), { readOnly: true });
-  if (plan.page.limit > BUFFERED_PAGE_MAX_ROWS) return readStreamed(db, scope, plan, mediaType, options);
+  if (plan.page.limit > LIMITS.wholePageRows) return readStreamed(db, scope, plan, mediaType, options);
   return readWhole(db, scope, plan, options);
 }
