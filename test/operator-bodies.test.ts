@@ -36,7 +36,7 @@ for (const backend of backends()) {
       return snapshot;
     }
 
-    async function expectRefusedKey(method: 'POST', url: string, body: Record<string, unknown>, key: string) {
+    async function expectRefusedKey(method: 'POST' | 'DELETE', url: string, body: Record<string, unknown>, key: string) {
       const before = await tableRows();
       const response = await h.admin(method, url, body);
       assert.equal(response.status, 400, `${url}: ${response.body}`);
@@ -113,6 +113,12 @@ for (const backend of backends()) {
         [`/students/${studentId}/sign-in`, {}],
       ];
       for (const [url, body] of bodies) await expectRefusedKey('POST', url, { ...body, unexpected_key: 1 }, 'unexpected_key');
+    });
+
+    test('an erasure or a revocation with a body: an unknown key is 400 naming it, nothing erased or revoked', async () => {
+      // Both are irreversible: a body the route does not read must not pass unnoticed.
+      await expectRefusedKey('DELETE', `/students/${studentId}`, { confirm: false }, 'confirm');
+      await expectRefusedKey('DELETE', `/tokens/${tokenId}`, { reason: 'x' }, 'reason');
     });
 
     test('a sign-in takes no body, or an empty object', async () => {

@@ -29,7 +29,7 @@ export const studentRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async 
     schema: { params: idParams, body: verifiedEmailBody },
   }, async (request) => verifyEmail(db, request.params.id, request.body.email));
 
-  app.delete('/students/:id', { schema: { params: idParams } }, async (request, reply) => {
+  app.delete('/students/:id', { schema: { params: idParams, body: noBody } }, async (request, reply) => {
     await eraseStudent(db, request.params.id);
     return reply.code(204).send();
   });

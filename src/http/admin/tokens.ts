@@ -9,7 +9,7 @@ import { apiError } from '../../errors.ts';
 import { LIMITS, OPERATOR_DEFAULTS } from '../../limits.ts';
 import { recordSchema } from './records.ts';
 import { uuid } from '../schemas.ts';
-import { closedBody, idParams, optionalBody, optionalText } from './schemas.ts';
+import { closedBody, idParams, noBody, optionalBody, optionalText } from './schemas.ts';
 
 const expiresAt = Type.Optional(Type.String({ format: 'date-time' }));
 
@@ -69,7 +69,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: Toke
     return issued;
   });
 
-  app.delete('/tokens/:id', { schema: { params: idParams } }, async (request, reply) => {
+  app.delete('/tokens/:id', { schema: { params: idParams, body: noBody } }, async (request, reply) => {
     const { id } = request.params;
     const revoked = await db.asOperator((tx) => revokeToken(tx, id));
     if (!revoked) throw apiError('NOT_FOUND', 'No active token has that id.');
