@@ -304,6 +304,8 @@ for (const backend of storeBackends()) {
       };
       const cohorts = async () => (await h.sql('select id from cohorts where university_id = $1 and name = $2', [north.id, cohort.name])).length;
       expectError(await h.admin('POST', '/cohorts', { ...cohort, end_date: '2030-09-01' }), 400, 'INVALID_DATE_RANGE', /end_date 2030-09-01 is not after start_date 2030-09-01/);
+      // Year 0000 is no date, as for a partner's row: PostgreSQL would refuse it (22008).
+      expectError(await h.admin('POST', '/cohorts', { ...cohort, start_date: '0000-09-01' }), 400, 'INVALID_BODY', /start_date/);
       expectError(await h.admin('POST', '/cohorts', { ...cohort, end_date: '2029-06-30' }), 400, 'INVALID_DATE_RANGE');
       expectError(await h.admin('POST', '/cohorts', { ...cohort, resume_template_names: ['No such template'] }), 400, 'UNKNOWN_TEMPLATE', /No such template/);
       expectError(await h.admin('POST', '/cohorts', { ...cohort, campus_name: 'Atlantis' }), 400, 'CAMPUS_NOT_FOUND');

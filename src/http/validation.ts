@@ -10,6 +10,7 @@
 import { Ajv, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { isIsoDate } from '../writes/field-checks.ts';
 
 /** Fastify's own defaults (@fastify/ajv-compiler), but these two. */
 const COMMON: Options = { useDefaults: true, removeAdditional: false, addUsedSchema: false, allErrors: false };
@@ -18,6 +19,8 @@ function compilerOf(options: Options): Ajv {
   const ajv = new Ajv({ ...COMMON, ...options });
   // ajv-formats is CommonJS: its function is the module's default export.
   addFormats.default(ajv);
+  // A date as the partners' rows take one: ajv-formats' took year 0000, which PostgreSQL refuses (22008).
+  ajv.addFormat('date', isIsoDate);
   return ajv;
 }
 

@@ -14,7 +14,7 @@ const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
  * Set with setUTCFullYear, not Date.UTC, which reads the years 0–99 as 1900–1999 and so refused
  * `0050-01-01`.
  */
-function isIsoDate(value: unknown): value is string {
+export function isIsoDate(value: unknown): value is string {
   if (typeof value !== 'string') return false;
   const match = ISO_DATE.exec(value);
   if (!match) return false;
