@@ -25,11 +25,13 @@ import { parseExposition, valueOf } from './support/prometheus.ts';
  * The harness's store with two switches a test turns. `holdNextClaim` keeps the request that
  * claims a key waiting once its claim has committed, before its batch begins: in flight, as a
  * slow write is. `failNextCompletion` makes the statement that stores an answer fail as a lost
- * connection does, after the batch's own statements ran in its transaction.
+ * connection does, after the batch's own statements ran in its transaction. `failNextRelease` makes
+ * the statement that frees a failed write's key fail the same way, once.
  */
 class SwitchedStore implements Store {
   private hold: { reached: () => void; released: Promise<void> } | null = null;
   private failCompletion = false;
+  private failRelease = false;
 
   constructor(private readonly inner: Store) {}
 
@@ -45,6 +47,10 @@ class SwitchedStore implements Store {
     this.failCompletion = true;
   }
 
+  failNextRelease(): void {
+    this.failRelease = true;
+  }
+
   async transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T> {
     let claimed = false;
     const result = await this.inner.transaction((tx) => fn({
@@ -52,6 +58,10 @@ class SwitchedStore implements Store {
         if (text.includes('insert into idempotency_keys')) claimed = true;
         if (this.failCompletion && text.includes('set response_status')) {
           this.failCompletion = false;
+          return Promise.reject(new StoreUnavailableError('CONNECTION_CLOSED', 'induced by the test'));
+        }
+        if (this.failRelease && text.includes('delete from idempotency_keys') && text.includes('claim_id')) {
+          this.failRelease = false;
           return Promise.reject(new StoreUnavailableError('CONNECTION_CLOSED', 'induced by the test'));
         }
         return tx.query(text, params);
@@ -372,6 +382,23 @@ for (const backend of storeBackends()) {
       assert.equal(retry.headers['idempotent-replayed'], undefined);
       assert.equal(retry.json.counts.created, 1);
       assert.deepEqual(await keyRows(key), [{ response_status: 200 }]);
+    });
+
+    test('a failed write whose key could not be freed at once (the store still failing) frees it moments later, not after the lease', async () => {
+      const key = randomUUID();
+      const name = unique('release');
+      store.failNextCompletion();
+      store.failNextRelease();
+      const failed = await write({ key, rows: [cohort(name)] });
+      assert.equal(failed.status, 503, failed.body);
+      // The release is tried again after RELEASE_RETRY_DELAYS_MS[0]; the lease would free the key after 60 s.
+      let retry = await write({ key, rows: [cohort(name)] });
+      for (let i = 0; i < 40 && retry.status === 409; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        retry = await write({ key, rows: [cohort(name)] });
+      }
+      assert.equal(retry.status, 200, retry.body);
+      assert.equal(retry.json.counts.created, 1);
     });
 
     test('a body refused whole (413, 400) and a dry run keep nothing: the key then serves another request', async () => {

@@ -130,6 +130,38 @@ export async function releaseKey(db: Database, request: KeyedRequest, claimId: s
     [...keyParams(request), claimId]));
 }
 
+/**
+ * The waits before each further try of a release that failed: the fault of the store that failed
+ * the write often fails its release too (the dropped connections of a restarting server), and
+ * without another try every retry was 409 IDEMPOTENCY_KEY_IN_USE for the whole lease (60 s).
+ * They end well within the lease, which frees the key in any case.
+ */
+export const RELEASE_RETRY_DELAYS_MS: readonly number[] = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000];
+
+/**
+ * releaseKey; when it fails, tried again after each of RELEASE_RETRY_DELAYS_MS while it fails, off
+ * the request that failed: its answer does not wait for them, and their timers keep no process
+ * alive. `gaveUp` hears of the last failure.
+ */
+export async function releaseKeyPersistently(db: Database, request: KeyedRequest, claimId: string, gaveUp: (error: unknown) => void): Promise<void> {
+  try {
+    await releaseKey(db, request, claimId);
+  } catch {
+    void retryRelease(db, request, claimId, gaveUp);
+  }
+}
+
+async function retryRelease(db: Database, request: KeyedRequest, claimId: string, gaveUp: (error: unknown) => void): Promise<void> {
+  for (const [i, delay] of RELEASE_RETRY_DELAYS_MS.entries()) {
+    await new Promise((resolve) => setTimeout(resolve, delay).unref());
+    try {
+      return await releaseKey(db, request, claimId);
+    } catch (error) {
+      if (i === RELEASE_RETRY_DELAYS_MS.length - 1) gaveUp(error);
+    }
+  }
+}
+
 /** How often each instance deletes expired keys: a key and its answer outlive their day by at most this. */
 export const PURGE_INTERVAL_MS = 10 * 60_000;
 

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
 import type { Queryable } from '../db/store.ts';
 import {
-  type KeyedRequest, PURGE_INTERVAL_MS, type StoredAnswer, claimKey, completeKey, idempotencyKeyOf, purgeExpiredKeys, releaseKey, requestHash,
+  type KeyedRequest, PURGE_INTERVAL_MS, type StoredAnswer, claimKey, completeKey, idempotencyKeyOf, purgeExpiredKeys, releaseKeyPersistently, requestHash,
 } from '../domain/idempotency-keys.ts';
 import { apiError } from '../errors.ts';
 import { JSON_CONTENT_TYPE, requireJsonAccept } from '../query/media-types.ts';
@@ -91,7 +91,7 @@ export function registerWriteRoutes(app: FastifyInstance, deps: { db: Database }
             noteBatch(request, resource, result);
           } catch (error) {
             // The batch's transaction rolled back: nothing was written, so a retry must run it again.
-            await releaseKey(deps.db, keyed, claim.claimId).catch((releaseError: unknown) =>
+            await releaseKeyPersistently(deps.db, keyed, claim.claimId, (releaseError) =>
               request.log.warn({ err: releaseError }, 'idempotency key not released; its lease frees it'));
             throw error;
           }
