@@ -125,6 +125,12 @@ describe('Idempotency-Key and the request it names (pure parts)', () => {
       { ...base, body: { cohorts: [{ name: 'a', degree: 'BA' }, { name: 'a', degree: 'BA' }] } },
     ]) assert.notEqual(requestHash(other), hash, JSON.stringify(other));
   });
+
+  test('a number past a double\'s range (1e309 parses as Infinity) is not the same request as null', () => {
+    const withPhone = (body: string) => requestHash({ method: 'PATCH', resource: 'students', prefer: undefined, body: JSON.parse(body) });
+    const hashes = ['null', '1e309', '-1e309'].map((phone) => withPhone(`{"students":[{"email":"a@b.edu","phone":${phone}}]}`));
+    assert.equal(new Set(hashes).size, 3);
+  });
 });
 
 for (const backend of storeBackends()) {

@@ -47,13 +47,21 @@ export function idempotencyKeyOf(header: string | string[] | undefined): string 
 }
 
 /**
+ * A number JSON cannot hold (a sent 1e309 parses as Infinity) as a value of its own: JSON text
+ * writes it null, and the request that cleared a phone with null was taken for the one that sent
+ * 1e309, which is refused.
+ */
+const keepNonFinite = (_key: string, value: unknown) =>
+  (typeof value === 'number' && !Number.isFinite(value) ? { 'non-finite number': String(value) } : value);
+
+/**
  * The request a key stands for: method, resource, Prefer as sent and the body as canonical JSON
  * (keys sorted, no white space), so that the same rows sent with other spacing or key order are
  * the same request. SHA-256 in hex.
  */
 export function requestHash(request: { method: string; resource: string; prefer: string | string[] | undefined; body: unknown }): string {
   const prefer = typeof request.prefer === 'string' ? request.prefer : request.prefer?.join(', ') ?? null;
-  return createHash('sha256').update(stringify([request.method, request.resource, prefer, request.body])).digest('hex');
+  return createHash('sha256').update(stringify([request.method, request.resource, prefer, request.body], keepNonFinite)!).digest('hex');
 }
 
 const seconds = (at: Date, count: number) => new Date(at.getTime() + count * 1000).toISOString();
