@@ -304,7 +304,8 @@ export const ERRORS = {
     status: 503, when: 'A statement ran longer than the statement timeout and was cancelled.',
     text: () => ({
       message: 'The query ran longer than the statement timeout and was cancelled.',
-      hint: 'Narrow the filter, page with a smaller limit, or use keyset pagination.',
+      // A write's statements wait for the university's other writes (its lock), and time out so too.
+      hint: 'A read: narrow the filter, page with a smaller limit, or use keyset pagination. A write: it waited on other writes of your university; retry it with backoff.',
     }),
     headers: RETRY_SOON,
   }),
