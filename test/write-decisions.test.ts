@@ -110,6 +110,11 @@ describe('validateStudentRow', () => {
     ['no email', { first_name: 'A' }, 'patch', 'INVALID_EMAIL'],
     ['email not a string', { email: 7 }, 'patch', 'INVALID_EMAIL'],
     ['email without a domain dot', { email: 'a@u' }, 'patch', 'INVALID_EMAIL'],
+    // Invisible, so the address looks like another: a@u.edu.
+    ['email with a zero-width space', { email: 'a\u200b@u.edu' }, 'patch', 'INVALID_EMAIL'],
+    ['email with a right-to-left override', { email: 'a\u202e@u.edu' }, 'patch', 'INVALID_EMAIL'],
+    ['email with an accent, which is an address', { email: 'josé@u.edu' }, 'patch', null],
+    ['a name with a line separator (U+2028)', { email: 'a@u.edu', first_name: 'A\u2028B' }, 'patch', 'INVALID_FIELD'],
     ['create without last_name', { email: 'a@u.edu', first_name: 'A', cohort_name: 'x', is_alumni: true }, 'put', 'MISSING_NAME'],
     ['a blank name on PATCH', { email: 'a@u.edu', first_name: ' ' }, 'patch', 'MISSING_NAME'],
     ['a phone without +', { email: 'a@u.edu', phone: '447700900123' }, 'patch', 'INVALID_PHONE'],

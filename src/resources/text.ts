@@ -20,20 +20,20 @@ export const MAX_EXTERNAL_ID_LENGTH = 100;
 /** E.164: a plus and at most 15 digits. */
 export const MAX_PHONE_LENGTH = 16;
 
-/** Unicode control characters (C0, DEL and C1): none belongs in a single-line field. */
-const CONTROL_CHARACTER = /\p{Cc}/u;
+/** Unicode control characters (C0, DEL and C1) and line breaks (U+2028, U+2029): none belongs in a single-line field. */
+const CONTROL_CHARACTER = /[\p{Cc}\p{Zl}\p{Zp}]/u;
 /**
- * What no single-line field takes: a control character, or a surrogate that is not half of a
- * pair (`u` reads a pair as one code point).
+ * What no single-line field takes: a control character or line break, or a surrogate that is not
+ * half of a pair (`u` reads a pair as one code point).
  */
-const REFUSED_CHARACTER = /[\p{Cc}\p{Cs}]/u;
+const REFUSED_CHARACTER = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]/u;
 
 /**
  * The same rule as a JSON Schema pattern, for request schemas. JSON Schema 2020-12 (OpenAPI
  * 3.1's dialect) builds patterns with the `u` flag, as Ajv does, so the surrogate range matches
  * only an unpaired one.
  */
-export const SINGLE_LINE_TEXT_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f\\ud800-\\udfff]*$';
+export const SINGLE_LINE_TEXT_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\ud800-\\udfff]*$';
 
 /** A name: single-line text with something besides spaces (a lookahead before the same rule). */
 export const NAME_PATTERN = `^(?=.*\\S)${SINGLE_LINE_TEXT_PATTERN.slice(1)}`;

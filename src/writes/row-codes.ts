@@ -5,7 +5,7 @@
 import { COHORT_SHAPE, STUDENT_SHAPE, type WritableResource } from '../resources/write-shapes.ts';
 
 export const STUDENT_ROW_CODES = {
-  INVALID_EMAIL: `email is absent, not an address, over ${STUDENT_SHAPE.fields.email.maxLength} characters once lower-cased, or with control characters or unpaired surrogates.`,
+  INVALID_EMAIL: `email is absent, not an address, over ${STUDENT_SHAPE.fields.email.maxLength} characters once lower-cased, or with control characters, unpaired surrogates or invisible formatting characters (a zero-width space, a direction mark).`,
   INVALID_FIELD: 'A field has the wrong type, a bad date, a blank external_id, or a string too long or with control characters or unpaired surrogates; the message names the field.',
   MISSING_NAME: 'first_name or last_name is absent on create, null, or blank.',
   INVALID_PHONE: 'phone is not in E.164 form (a leading + and the country code).',

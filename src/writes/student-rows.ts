@@ -15,6 +15,8 @@ export type StudentRejection = Rejection<StudentRowCode>;
 export const STUDENT_FIELDS: ReadonlySet<string> = new Set(fieldNames(STUDENT_SHAPE));
 
 const EMAIL = /^[^\s@"(),:;<>[\\\]]+@[^\s@"(),:;<>[\\\]]+\.[^\s@"(),:;<>[\\\]]+$/;
+/** Invisible formatting characters (a zero-width space, a direction mark): an address holding one looks like another. */
+const INVISIBLE = /\p{Cf}/u;
 const E164 = /^\+[1-9]\d{1,14}$/;
 const NOT_AN_ADDRESS = 'email is not a valid address.';
 
@@ -153,7 +155,7 @@ export function validateStudentRow(raw: unknown, index: number, mode: WriteMode)
   // The length is the key's, as stored: `İ` lower-cases to two characters, and an address read
   // back from the service must be one it takes as a key (240 of them were stored as 480).
   const email = emailKey(sentEmail);
-  if (longerThan(email, STUDENT_SHAPE.fields.email.maxLength) || !EMAIL.test(email) || hasRefusedCharacter(sentEmail)) {
+  if (longerThan(email, STUDENT_SHAPE.fields.email.maxLength) || !EMAIL.test(email) || hasRefusedCharacter(sentEmail) || INVISIBLE.test(email)) {
     return rejectedRow('INVALID_EMAIL', NOT_AN_ADDRESS, sentEmail);
   }
   const creating = createFieldsRequired(STUDENT_SHAPE, mode);
