@@ -280,7 +280,9 @@ for (const backend of storeBackends()) {
       const consortium = unique('Lakes consortium');
       assert.equal((await h.admin('POST', '/consortia', { name: consortium })).status, 201);
       assert.equal((await h.admin('POST', '/consortia', { name: consortium })).status, 201);
-      for (const [url, body] of [['/consortia', { name: '   ' }], ['/campuses', { university_id: north.id, name: ' ' }], ['/universities', { name: '  ' }]] as const) {
+      // Optional text too: null leaves it empty, blank is refused as a partner's optional text is.
+      for (const [url, body] of [['/consortia', { name: '   ' }], ['/campuses', { university_id: north.id, name: ' ' }], ['/universities', { name: '  ' }],
+        ['/universities', { name: unique('Blank short name'), short_name: '   ' }], ['/campuses', { university_id: north.id, name: unique('Blank city'), city: '' }]] as const) {
         expectError(await h.admin('POST', url, body), 400, 'INVALID_BODY');
       }
       assert.equal((await h.sql('select id from campuses where university_id = $1 and name = $2', [north.id, campus])).length, 1);

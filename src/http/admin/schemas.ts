@@ -3,13 +3,12 @@
  * and params types (@fastify/type-provider-typebox); those partner routes share are src/http/schemas.ts's.
  */
 import { type Static, type TObject, type TProperties, Type } from 'typebox';
-import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH, NAME_PATTERN, SINGLE_LINE_TEXT_PATTERN } from '../../resources/text.ts';
+import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH, NAME_PATTERN } from '../../resources/text.ts';
 import { nullable, uuid } from '../schemas.ts';
 
-const singleLineLimits = { maxLength: MAX_NAME_LENGTH, pattern: SINGLE_LINE_TEXT_PATTERN };
-
 export const name = Type.String({ maxLength: MAX_NAME_LENGTH, pattern: NAME_PATTERN });
-export const optionalText = Type.Optional(nullable(Type.String(singleLineLimits)));
+/** Never blank, as a partner's optional text is not: null leaves it empty (a blank `short_name` was stored as ""). */
+export const optionalText = Type.Optional(nullable(name));
 export const email = Type.String({ format: 'email', maxLength: MAX_EMAIL_LENGTH });
 export const date = Type.String({ format: 'date' });
 export const idParams = Type.Object({ id: uuid });
