@@ -10,7 +10,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setImmediate } from 'node:timers/promises';
 import { Database } from '../src/db/database.ts';
+import { openPgliteStore } from '../src/db/pglite-store.ts';
 import { openPostgresStore } from '../src/db/postgres-store.ts';
+import type { Store } from '../src/db/store.ts';
 import { buildApp } from '../src/http/app.ts';
 import { LIMITS } from '../src/limits.ts';
 import { ADMIN_KEY, Harness, storeBackends } from './support/harness.ts';
@@ -309,3 +311,50 @@ for (const backend of storeBackends()) {
     });
   });
 }
+
+/** The embedded store as a backup made it. */
+async function restoredStore(backup: Blob) {
+  const store = await openPgliteStore({ loadDataDir: backup, waitMs: 5_000 });
+  return { store, drop: () => store.close() };
+}
+
+describe('a cursor given out before the database was restored from a backup', () => {
+  test('is 400 INVALID_CURSOR, also once new changes passed its position: it skipped them and kept rows the restore took away', async () => {
+    const h = await Harness.start('pglite');
+    const university = (await h.admin('POST', '/universities', { name: 'Restored University' })).json.id;
+    const writer = (await h.admin('POST', '/tokens', { university_id: university, can_write: true })).json.token;
+    const reader = (await h.admin('POST', '/tokens', { university_id: university })).json.token;
+    const put = async (app: Harness, resource: 'students' | 'cohorts', rows: unknown[]) => {
+      const res = await app.request({
+        method: 'PUT', url: `/v1/${resource}`, headers: { authorization: `Bearer ${writer}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ [resource]: rows }),
+      });
+      assert.equal(res.status, 200, res.body);
+    };
+    const students = (...tags: string[]) => tags.map((tag) => ({ email: `${tag}@restored.example.edu`, first_name: 'R', last_name: tag, cohort_name: 'r-2025', is_alumni: false }));
+    const feedPage = async (app: Harness, since: string | null) => app.get(`/v1/changes${since ? `?since=${since}` : ''}`, reader);
+    let restored: Harness | null = null;
+    try {
+      await put(h, 'cohorts', [cohort('r-2025')]);
+      await put(h, 'students', students('a', 'b'));
+      const backup = await (h.store as Store & { dump(): Promise<Blob> }).dump();
+      for (const tag of ['c', 'd', 'e']) await put(h, 'students', students(tag));
+      const head = await feedPage(h, null);
+      assert.equal(head.json.has_more, false);
+      const cursor: string = head.json.next_cursor;
+
+      restored = await Harness.over('pglite', await restoredStore(backup));
+      assert.equal((await feedPage(restored, cursor)).json.code, 'INVALID_CURSOR', 'past the last change at once');
+      // Four changes later the restored history has drawn the cursor's numbers again.
+      for (const tag of ['f', 'g', 'h', 'i']) await put(restored, 'students', students(tag));
+      const stale = await feedPage(restored, cursor);
+      assert.deepEqual([stale.status, stale.json.code], [400, 'INVALID_CURSOR'], stale.body);
+      assert.match(stale.json.message, /restored from a backup/);
+      // From the start, the feed holds what a full read does.
+      assert.equal((await feedPage(restored, null)).json.changes.filter((e: Entry) => e.resource === 'students').length, 6);
+    } finally {
+      await restored?.close();
+      await h.close();
+    }
+  });
+});

@@ -174,6 +174,30 @@ async function committedThrough(tx: Queryable, universityIds: readonly string[])
 }
 
 /**
+ * Whether this history holds the entry at each window's position: its row, changed at that number
+ * or later, or its tombstone. A database restored from an earlier backup draws the numbers it had
+ * given out again, so a cursor from before the restore is past its last change only until new
+ * changes pass it; then it would skip them silently, and leave the partner holding rows the
+ * restore took away. Its last entry, though, is not in the restored history (or not at a number
+ * that high). One statement per place a position can be, per university, each on its shard on Citus.
+ */
+async function holdsPositions(tx: Queryable, windows: readonly Window[]): Promise<boolean> {
+  const given = windows.filter((w) => w.after !== START);
+  const found = await Promise.all(given.flatMap(({ universityId, after: [seq, resource, id] }) => {
+    const read = resourcesByName.get(resource)!;
+    const [row, tombstone] = [new Parameters(), new Parameters()];
+    const statements = [
+      [`SELECT 1 FROM ${scopedRelationSql(read.relation, read.tenantColumn.name, [universityId], row)}`
+        + ` WHERE id = ${row.add(id)}::uuid AND change_seq >= ${row.add(String(seq))}::bigint`, row],
+      [`SELECT 1 FROM change_tombstones WHERE university_id = ${tombstone.add(universityId)}::uuid AND resource = ${tombstone.add(resource)}`
+        + ` AND id = ${tombstone.add(id)}::uuid AND change_seq >= ${tombstone.add(String(seq))}::bigint`, tombstone],
+    ] as const;
+    return statements.map(async ([text, params]) => (await tx.query(text, params.values)).length > 0);
+  }));
+  return given.every((_, i) => found[2 * i] || found[2 * i + 1]);
+}
+
+/**
  * One page of the feed as the JSON body: `changes` in feed order, `next_cursor` to send as
  * `since` next time (the positions carried over for universities the page did not reach), and
  * `has_more`. Universities of the cursor outside the scope are dropped: their changes are not
@@ -188,6 +212,7 @@ export function readChanges(db: Database, scope: Scope, request: ChangesRequest)
     // Change numbers only grow, so a position past the last committed one was never given out:
     // kept, it would hide every change up to it.
     if (windows.some((w) => w.after[0] > Number(w.through))) throw apiError('INVALID_CURSOR', 'it holds a position past the last change');
+    if (!await holdsPositions(tx, windows)) throw apiError('INVALID_CURSOR', 'it holds a position this database never gave out (was it restored from a backup?)');
     const statement = buildChangesStatement(request.feed, windows, request.limit);
     const rows = await tx.query<EntryRow>(statement.text, statement.params);
     const page = rows.slice(0, request.limit);
