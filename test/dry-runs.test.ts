@@ -193,6 +193,17 @@ for (const backend of storeBackends()) {
         assert.deepEqual(await h.sql('select 1 from students where email = $1', [row.email as string]), []);
       });
 
+      test('handling=strict with a PostgREST preference a batch does not apply (max-affected, a guard taken silently): 400 PGRST122, nothing written', async () => {
+        const row = student();
+        for (const prefer of ['max-affected=1', 'return=representation', 'resolution=merge-duplicates', 'missing=default']) {
+          const res = await send('PUT', 'students', [row], `handling=strict, ${prefer}`);
+          assert.deepEqual([res.status, res.json.code, res.json.details], [400, 'PGRST122', `Invalid preferences: ${prefer}`]);
+        }
+        assert.deepEqual(await h.sql('select 1 from students where email = $1', [row.email as string]), []);
+        // Without strict handling they are ignored, as PostgREST ignores max-affected.
+        assert.equal((await send('PUT', 'students', [row], 'max-affected=1')).status, 200);
+      });
+
       test('a dry run\'s rows are not counted in the batch metrics; a real write\'s are', async () => {
         const created = async () => valueOf(parseExposition((await h.request({ method: 'GET', url: '/metrics' })).body), 'pds_batch_rows_total', { resource: 'students', outcome: 'created' });
         const rows = [student(), student()];

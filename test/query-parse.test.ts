@@ -175,6 +175,12 @@ describe('request-level parameters', () => {
     assert.equal(parse('', { prefer: 'count=none' }).count, null);
     assertApiError(() => parse('', { prefer: 'handling=strict, count=none' }), 400, 'PGRST122');
   });
+  test('Prefer under handling=strict: PostgREST\'s preferences a read does not apply are refused, not taken silently', () => {
+    for (const prefer of ['max-affected=1', 'return=representation', 'resolution=merge-duplicates', 'missing=default', 'tx=rollback']) {
+      assert.deepEqual(parse('', { prefer }).preferenceApplied, [], prefer);
+      assertApiError(() => parse('', { prefer: `handling=strict, ${prefer}` }), 400, 'PGRST122');
+    }
+  });
   test('Prefer: timezone=UTC, the zone answers are in, is honoured; another is not applied', () => {
     assert.deepEqual(parse('', { prefer: 'timezone=UTC, handling=strict, count=exact' }).preferenceApplied, ['count=exact', 'handling=strict', 'timezone=UTC']);
     assert.deepEqual(parse('', { prefer: 'timezone=Europe/Paris' }).preferenceApplied, []);
