@@ -44,7 +44,8 @@ function limitsSection(): string {
 
 function fieldType(field: WriteField): string {
   const type = field.values ? field.values.map((v) => `\`${v}\``).join(' \\| ') : field.kind;
-  return `${type}${field.maxLength ? `, ≤ ${field.maxLength} characters${field.kind === 'text[]' ? ' each' : ''}` : ''}`;
+  const range = field.range ? `, ${field.range.min} to ${field.range.max}` : '';
+  return `${type}${range}${field.maxLength ? `, ≤ ${field.maxLength} characters${field.kind === 'text[]' ? ' each' : ''}` : ''}`;
 }
 
 function writeFieldsSection(): string {
