@@ -114,6 +114,9 @@ describe('validateStudentRow', () => {
     ['email with a zero-width space', { email: 'a\u200b@u.edu' }, 'patch', 'INVALID_EMAIL'],
     ['email with a right-to-left override', { email: 'a\u202e@u.edu' }, 'patch', 'INVALID_EMAIL'],
     ['email with an accent, which is an address', { email: 'josé@u.edu' }, 'patch', null],
+    ['email with dotted words and a hyphenated domain, which is an address', { email: 'ada.m.lovelace@cs-dept.u.edu' }, 'patch', null],
+    ...['a..b@u.edu', '.a@u.edu', 'a.@u.edu', 'a@-u.edu', 'a@u-.edu', 'a@u.edu.', 'a@u..edu'].map((email): [string, Record<string, unknown>, WriteMode, string] =>
+      [`${email}, not an address`, { email }, 'patch', 'INVALID_EMAIL']),
     ['a name with a line separator (U+2028)', { email: 'a@u.edu', first_name: 'A\u2028B' }, 'patch', 'INVALID_FIELD'],
     ['create without last_name', { email: 'a@u.edu', first_name: 'A', cohort_name: 'x', is_alumni: true }, 'put', 'MISSING_NAME'],
     ['a blank name on PATCH', { email: 'a@u.edu', first_name: ' ' }, 'patch', 'MISSING_NAME'],

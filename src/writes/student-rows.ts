@@ -17,6 +17,20 @@ export const STUDENT_FIELDS: ReadonlySet<string> = new Set(fieldNames(STUDENT_SH
 const EMAIL = /^[^\s@"(),:;<>[\\\]]+@[^\s@"(),:;<>[\\\]]+\.[^\s@"(),:;<>[\\\]]+$/;
 /** Invisible formatting characters (a zero-width space, a direction mark): an address holding one looks like another. */
 const INVISIBLE = /\p{Cf}/u;
+
+/**
+ * An address of EMAIL's characters whose local part is dots between words (no leading, trailing
+ * or double dot) and whose domain is labels neither empty nor starting or ending with a hyphen
+ * (RFC 5321's dot-atom and RFC 1035's labels): `a..b@u.edu`, `.a@u.edu`, `a@-u.edu` and
+ * `a@u.edu.` were taken as addresses.
+ */
+function isAddress(email: string): boolean {
+  if (!EMAIL.test(email)) return false;
+  const at = email.lastIndexOf('@');
+  const words = email.slice(0, at).split('.');
+  const labels = email.slice(at + 1).split('.');
+  return words.every((word) => word !== '') && labels.every((label) => label !== '' && !label.startsWith('-') && !label.endsWith('-'));
+}
 const E164 = /^\+[1-9]\d{1,14}$/;
 const NOT_AN_ADDRESS = 'email is not a valid address.';
 
@@ -155,7 +169,7 @@ export function validateStudentRow(raw: unknown, index: number, mode: WriteMode)
   // The length is the key's, as stored: `İ` lower-cases to two characters, and an address read
   // back from the service must be one it takes as a key (240 of them were stored as 480).
   const email = emailKey(sentEmail);
-  if (longerThan(email, STUDENT_SHAPE.fields.email.maxLength) || !EMAIL.test(email) || hasRefusedCharacter(sentEmail) || INVISIBLE.test(email)) {
+  if (longerThan(email, STUDENT_SHAPE.fields.email.maxLength) || !isAddress(email) || hasRefusedCharacter(sentEmail) || INVISIBLE.test(email)) {
     return rejectedRow('INVALID_EMAIL', NOT_AN_ADDRESS, sentEmail);
   }
   const creating = createFieldsRequired(STUDENT_SHAPE, mode);
