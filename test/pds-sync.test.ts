@@ -6,7 +6,8 @@
  * on a terminal.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { type IncomingMessage, type Server, type ServerResponse, createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -101,17 +102,19 @@ class Proxy {
 }
 
 describe('pds-sync pure parts', () => {
-  test('the Idempotency-Key depends on the run and everything sent, and on nothing else', () => {
+  test('the Idempotency-Key depends on the run, the batch\'s number and everything sent, and on nothing else', () => {
     const run = '3f2c9a1e-run';
-    const key = idempotencyKey(run, 'PUT', '/v1/students', null, '{"students":[1]}');
-    assert.equal(key, idempotencyKey(run, 'PUT', '/v1/students', null, '{"students":[1]}'));
+    const key = idempotencyKey(run, 1, 'PUT', '/v1/students', null, '{"students":[1]}');
+    assert.equal(key, idempotencyKey(run, 1, 'PUT', '/v1/students', null, '{"students":[1]}'));
     assert.match(key, /^pds-sync-3f2c9a1e-run-[0-9a-f]{64}$/);
     for (const other of [
-      idempotencyKey('another-run', 'PUT', '/v1/students', null, '{"students":[1]}'),
-      idempotencyKey(run, 'POST', '/v1/students', null, '{"students":[1]}'),
-      idempotencyKey(run, 'PUT', '/v1/cohorts', null, '{"students":[1]}'),
-      idempotencyKey(run, 'PUT', '/v1/students', 'tx=rollback, handling=strict', '{"students":[1]}'),
-      idempotencyKey(run, 'PUT', '/v1/students', null, '{"students":[2]}'),
+      idempotencyKey('another-run', 1, 'PUT', '/v1/students', null, '{"students":[1]}'),
+      // The same rows as the next batch (a row repeated in the export): a key of its own.
+      idempotencyKey(run, 2, 'PUT', '/v1/students', null, '{"students":[1]}'),
+      idempotencyKey(run, 1, 'POST', '/v1/students', null, '{"students":[1]}'),
+      idempotencyKey(run, 1, 'PUT', '/v1/cohorts', null, '{"students":[1]}'),
+      idempotencyKey(run, 1, 'PUT', '/v1/students', 'tx=rollback, handling=strict', '{"students":[1]}'),
+      idempotencyKey(run, 1, 'PUT', '/v1/students', null, '{"students":[2]}'),
     ]) assert.notEqual(other, key);
   });
 
@@ -165,6 +168,82 @@ describe('pds-sync pure parts', () => {
 });
 
 // Each case is a process of its own and none reaches the service: they run side by side.
+describe('pds-sync and a batch whose key is in use', () => {
+  test('409 IDEMPOTENCY_KEY_IN_USE is retried past --max-attempts while the key\'s lease may run: a crashed service\'s key is freed when it ends', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pds-sync-in-use-'));
+    // Four answers as a service gives while an earlier attempt's claim holds the key, then the batch's.
+    const proxy = new Proxy(null);
+    proxy.script = (n, _req, res) => {
+      if (n <= 4) {
+        res.writeHead(409, { 'content-type': 'application/json', 'retry-after': '0' })
+          .end(JSON.stringify({ code: 'IDEMPOTENCY_KEY_IN_USE', message: 'still being processed', details: null, hint: null }));
+      } else {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
+          counts: { created: 1, updated: 0, unchanged: 0, rejected: 0 }, dropped_fields: [], results: [{ email: 'a@example.edu', status: 'created' }],
+        }));
+      }
+      return true;
+    };
+    const url = await proxy.start();
+    try {
+      await writeFile(join(dir, 'students.csv'), csv([['email', 'first_name', 'last_name', 'cohort_name', 'is_alumni'], ['a@example.edu', 'Ada', 'Lovelace', 'cs', 'false']]));
+      const run = await runSync(['--url', url, '--students', 'students.csv', '--max-attempts', '2', '--retry-base-ms', '1'], { cwd: dir, env: { PDS_TOKEN: 'pds_not_checked' } });
+      assert.equal(run.code, 0, run.stdout + run.stderr);
+      assert.deepEqual(summaryOf(run.stdout, 'students'), { created: 1, updated: 0, unchanged: 0, rejected: 0 });
+      assert.equal(proxy.seen.length, 5);
+      assert.equal(new Set(proxy.seen.map((s) => s.key)).size, 1, 'every attempt carries the batch\'s one key');
+    } finally {
+      await proxy.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('pds-sync stopped by a signal', () => {
+  test('SIGTERM mid-run: the report is this run\'s (an earlier one is gone), the answers so far are in it, and the run id to continue with is given', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pds-sync-signal-'));
+    // The first batch is answered with its row rejected; the second never is.
+    const proxy = new Proxy(null);
+    proxy.script = (n, _req, res) => {
+      if (n === 1) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
+          counts: { created: 0, updated: 0, unchanged: 0, rejected: 1 }, dropped_fields: [],
+          results: [{ email: 'a@example.edu', status: 'rejected', code: 'COHORT_NOT_FOUND', message: 'No cohort named "cs".' }],
+        }));
+      }
+      return true;
+    };
+    const url = await proxy.start();
+    try {
+      await writeFile(join(dir, 'students.csv'), csv([
+        ['email', 'first_name', 'last_name', 'cohort_name', 'is_alumni'],
+        ['a@example.edu', 'Ada', 'Lovelace', 'cs', 'false'], ['b@example.edu', 'Bo', 'Lee', 'cs', 'false'], ['c@example.edu', 'Cy', 'Ng', 'cs', 'false'],
+      ]));
+      await writeFile(join(dir, 'rejects.csv'), 'resource,file,line,code,message\nstudents,old.csv,9,STALE,from last night\n');
+      const child = spawn(process.execPath, [BIN, '--url', url, '--students', 'students.csv', '--batch-size', '1', '--reject-report', 'rejects.csv'],
+        { cwd: dir, env: { ...process.env, PDS_TOKEN: 'pds_not_checked' } });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk) => { stdout += chunk; });
+      child.stderr.on('data', (chunk) => { stderr += chunk; });
+      for (let i = 0; i < 200 && proxy.seen.length < 2; i++) await new Promise((r) => setTimeout(r, 25));
+      assert.equal(proxy.seen.length, 2, 'the second batch was never sent');
+      child.kill('SIGTERM');
+      const [code] = await once(child, 'exit');
+      assert.equal(code, 1, stdout + stderr);
+      const runId = /Run (\S+): should it stop, the same command with --run-id \1 continues it\./.exec(stdout)?.[1];
+      assert.ok(runId, stdout);
+      assert.match(stderr, new RegExp(`stopped by SIGTERM[\\s\\S]*--run-id ${runId}`));
+      const report = parse(await readFile(join(dir, 'rejects.csv'), 'utf8'), { columns: true }) as Record<string, string>[];
+      assert.deepEqual(report.map((r) => [r.code, r.email]), [['COHORT_NOT_FOUND', 'a@example.edu']]);
+      assert.equal(proxy.seen.length, 2, 'a batch was sent after the signal');
+    } finally {
+      await proxy.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('pds-sync: bad input is refused before anything is sent', { concurrency: true }, () => {
   let dir: string;
   let proxy: Proxy;
@@ -184,6 +263,9 @@ describe('pds-sync: bad input is refused before anything is sent', { concurrency
     await writeFile(join(dir, 'config.json'), JSON.stringify({ url, students: { file: 'students.csv', columns: { email: 'Email', first_name: 'First', last_name: 'Last', cohort_name: 'Cohort', is_alumni: 'Alumni' } } }));
     await writeFile(join(dir, 'bad-config.json'), JSON.stringify({ url, students: { file: 'students.csv', columns: { birthday: 'Born' } } }));
     await writeFile(join(dir, 'empty-token'), '\n');
+    // Zoë Müller as a Latin-1 export writes her: read as UTF-8, each accent would be U+FFFD.
+    await writeFile(join(dir, 'latin1.csv'), Buffer.from('email,first_name,last_name,cohort_name,is_alumni\nzoe@example.edu,Zo\xeb,M\xfcller,cs,false\n', 'latin1'));
+    await writeFile(join(dir, 'slow-config.json'), JSON.stringify({ url, timeoutMs: 3_000_000_000, students: { file: 'students.csv', columns: { email: 'Email', first_name: 'First', last_name: 'Last', cohort_name: 'Cohort', is_alumni: 'Alumni' } } }));
   });
   after(async () => {
     await proxy.close();
@@ -194,6 +276,8 @@ describe('pds-sync: bad input is refused before anything is sent', { concurrency
   const cases: { name: string; args: () => string[]; env?: Record<string, string | undefined>; message: RegExp }[] = [
     { name: 'a mapped column the file lacks', args: () => ['--url', url, '--students', 'students.csv', ...mapped, '--map', 'students.phone=Mobile'], message: /column "Mobile" mapped to students\.phone is not in the file's header/ },
     { name: 'a field the mode needs without a column', args: () => ['--url', url, '--students', 'students.csv', '--map', 'students.email=Email'], message: /no column for students\.first_name, students\.last_name, students\.cohort_name, students\.is_alumni/ },
+    { name: 'a file that is not UTF-8 (Latin-1)', args: () => ['--url', url, '--students', 'latin1.csv'], message: /latin1\.csv: the students file is not UTF-8 text; export it as "CSV UTF-8"/ },
+    { name: 'a configuration timeout past what a flag may give', args: () => ['--config', 'slow-config.json'], message: /slow-config\.json: \/timeoutMs must be <= 3600000/ },
     { name: 'an unclosed quote', args: () => ['--url', url, '--students', 'unclosed.csv'], message: /unclosed\.csv: Quote Not Closed/ },
     { name: 'a line with more cells than the header', args: () => ['--url', url, '--students', 'ragged.csv'], message: /ragged\.csv: Invalid Record Length: expect 5, got 6 on line 3/ },
     { name: 'an unknown option', args: () => ['--url', url, '--students', 'students.csv', '--frobnicate'], message: /unknown option '--frobnicate'/ },

@@ -4,4 +4,5 @@ import { register } from 'tsx/esm/api';
 
 register();
 const { run } = await import('./main.ts');
-process.exitCode = await run(process.argv.slice(2), process.env, process.stdout, process.stderr);
+// Exits at once: a run stopped by a signal leaves its batch in flight unanswered (continuing the run answers it).
+process.exit(await run(process.argv.slice(2), process.env, process.stdout, process.stderr));

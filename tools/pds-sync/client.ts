@@ -2,11 +2,13 @@
  * One batch write over HTTP, retried while a retry can help: on 429, on 5xx, on 409
  * IDEMPOTENCY_KEY_IN_USE and when the request never got an answer (connection refused or reset,
  * timeout). The wait is exponential with jitter,
- * and never shorter than the Retry-After the service sent. Each batch carries an Idempotency-Key
+ * and never shorter than the Retry-After the service sent; 409s are retried for as long as the
+ * key's lease may run, whatever the attempts. Each batch carries an Idempotency-Key
  * made of the run's id and what is sent, so a retry repeats it and a new run does not.
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { LIMITS } from '../../src/limits.ts';
 import type { WritableResource } from '../../src/resources/write-shapes.ts';
 import type { WriteMode } from '../../src/writes/batch.ts';
 import { SyncRequestError } from './errors.ts';
@@ -30,6 +32,8 @@ export interface BatchRequest {
   readonly rows: readonly unknown[];
   readonly dryRun: boolean;
   readonly runId: string;
+  /** The batch's number in its file, from 1. */
+  readonly batch: number;
 }
 
 export interface RowResult {
@@ -58,9 +62,14 @@ const METHODS: Record<WriteMode, string> = { put: 'PUT', post: 'POST', patch: 'P
 /** The preference a dry run sends: strict, so that a service that cannot honour it refuses instead of writing. */
 export const DRY_RUN_PREFERENCE = 'tx=rollback, handling=strict';
 
-/** The key a batch is sent with: within a run, the same method, resource, preference and rows always give the same key. */
-export function idempotencyKey(runId: string, method: string, path: string, prefer: string | null, body: string): string {
-  return `pds-sync-${runId}-${createHash('sha256').update(`${method} ${path}\n${prefer ?? ''}\n${body}`).digest('hex')}`;
+/**
+ * The key a batch is sent with: within a run, the same batch (its number in its file), method,
+ * resource, preference and rows always give the same key. The number tells apart two batches of
+ * the same rows (a row repeated in an export sent one a batch): under one key the second got the
+ * first's answer, and the repeat was never reported.
+ */
+export function idempotencyKey(runId: string, batch: number, method: string, path: string, prefer: string | null, body: string): string {
+  return `pds-sync-${runId}-${createHash('sha256').update(`${batch}\n${method} ${path}\n${prefer ?? ''}\n${body}`).digest('hex')}`;
 }
 
 /** Retry-After as seconds or an HTTP date, in milliseconds from now; null when absent or unreadable. */
@@ -111,13 +120,15 @@ export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRe
   const headers: Record<string, string> = {
     authorization: `Bearer ${request.token}`,
     'content-type': 'application/json',
-    'idempotency-key': idempotencyKey(request.runId, method, url.pathname, prefer, body),
+    'idempotency-key': idempotencyKey(request.runId, request.batch, method, url.pathname, prefer, body),
     'user-agent': 'pds-sync',
     ...(prefer ? { prefer } : {}),
   };
+  let inUseSince: number | null = null;
   for (let attempt = 1; ; attempt++) {
     let reason: string;
     let retryAfter: number | null = null;
+    let keyInUse = false;
     try {
       const response = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(policy.timeoutMs) });
       if (response.ok) {
@@ -132,16 +143,22 @@ export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRe
       }
       reason = refusal.description;
       retryAfter = retryAfterMs(response.headers.get('retry-after'));
+      keyInUse = refusal.code === 'IDEMPOTENCY_KEY_IN_USE';
     } catch (error) {
       if (error instanceof SyncRequestError) throw error;
       const cause = (error as { cause?: { code?: string } }).cause?.code;
       reason = (error as Error).name === 'TimeoutError' ? `no answer within ${policy.timeoutMs} ms` : `no answer (${cause ?? (error as Error).message})`;
     }
-    if (attempt >= policy.maxAttempts) {
+    // A key in use is held by this batch sent before, by a process (or service) that may have
+    // died: the service frees it when its lease ends, so those refusals are retried until then,
+    // whatever the attempts.
+    inUseSince = keyInUse ? inUseSince ?? Date.now() : null;
+    const leaseRunning = inUseSince !== null && Date.now() - inUseSince < LIMITS.idempotencyLeaseSeconds * 1000;
+    if (attempt >= policy.maxAttempts && !leaseRunning) {
       throw new SyncRequestError(`${method} ${url.pathname} failed after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${reason}`);
     }
-    const delayMs = backoffMs(attempt, policy, retryAfter);
-    onRetry({ attempt: attempt + 1, maxAttempts: policy.maxAttempts, reason, delayMs });
+    const delayMs = backoffMs(Math.min(attempt, policy.maxAttempts), policy, retryAfter);
+    onRetry({ attempt: attempt + 1, maxAttempts: Math.max(policy.maxAttempts, attempt + 1), reason, delayMs });
     await sleep(delayMs);
   }
 }

@@ -80,12 +80,22 @@ export interface ReadOptions {
   readonly emptyAsNull: boolean;
 }
 
+/** Keeps a byte order mark, as reading 'utf8' did, and refuses bytes that are not UTF-8. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 export async function readInputFile(resource: WritableResource, path: string, options: ReadOptions): Promise<InputFile> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readFile(path, 'utf8');
+    bytes = await readFile(path);
   } catch (error) {
     throw new SyncInputError(`${path}: cannot read the ${resource} file (${(error as NodeJS.ErrnoException).code ?? String(error)}).`);
+  }
+  let text: string;
+  try {
+    // Strictly: a Latin-1 or Windows-1252 export read as UTF-8 would send U+FFFD for every accent.
+    text = UTF8.decode(bytes);
+  } catch {
+    throw new SyncInputError(`${path}: the ${resource} file is not UTF-8 text; export it as "CSV UTF-8".`);
   }
   // csv-parse counts a CRLF inside a quoted field as two lines; with LF alone its line numbers are exact.
   const [headerRecord, ...records] = parseCsv(path, text.replaceAll('\r\n', '\n'));

@@ -37,14 +37,15 @@ interface Outcome {
   readonly cohortsCreated: Set<string>;
 }
 
-async function syncFile(plan: SyncPlan, file: InputFile, progress: Progress, outcome: Outcome): Promise<void> {
+async function syncFile(plan: SyncPlan, file: InputFile, progress: Progress, outcome: Outcome, stopping: AbortSignal): Promise<void> {
   const tally = emptyTally();
   outcome.tallies.set(file.resource, tally);
   const batches = chunks(file.rows, plan.batchSize);
   progress.start(file.resource, file.rows.length, batches.length);
   for (const [i, rows] of batches.entries()) {
+    if (stopping.aborted) return;
     const response: BatchResponse = await sendBatch(
-      { baseUrl: plan.baseUrl, token: plan.token, resource: file.resource, mode: plan.mode, rows: rows.map((r) => r.body), dryRun: plan.dryRun, runId: plan.runId },
+      { baseUrl: plan.baseUrl, token: plan.token, resource: file.resource, mode: plan.mode, rows: rows.map((r) => r.body), dryRun: plan.dryRun, runId: plan.runId, batch: i + 1 },
       plan.retry,
       (notice) => progress.retrying(file.resource, i + 1, notice),
     );
@@ -90,16 +91,35 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
     return EXIT.failed;
   }
 
+  // From here on the report is this run's, however the run ends: an earlier night's never stays.
+  await writeRejectReport(plan.rejectReport, files, []);
   const progress: Progress = out.isTTY ? new BarProgress(out) : new LineProgress(out);
   const outcome: Outcome = { tallies: new Map(), rejected: [], cohortsCreated: new Set() };
   let failure: SyncRequestError | null = null;
+  progress.say(`Run ${plan.runId}: should it stop, the same command with --run-id ${plan.runId} continues it.`);
   if (plan.dryRun) progress.say('Dry run (Prefer: tx=rollback): the service answers what it would do and writes nothing.');
+  // Stopped (Ctrl-C, a scheduler's time limit), it reports what the service answered so far, as a
+  // refusal stops it; the batch in flight is answered again when the run is continued.
+  const stopping = new AbortController();
+  let stop!: (signal: NodeJS.Signals) => void;
+  const stopped = new Promise<NodeJS.Signals>((resolve) => {
+    stop = (signal) => {
+      stopping.abort();
+      resolve(signal);
+    };
+  });
+  process.once('SIGINT', stop).once('SIGTERM', stop);
   try {
-    for (const file of files) await syncFile(plan, file, progress, outcome);
+    const signal = await Promise.race([(async () => {
+      for (const file of files) await syncFile(plan, file, progress, outcome, stopping.signal);
+      return null;
+    })(), stopped]);
+    if (signal) failure = new SyncRequestError(`stopped by ${signal}`);
   } catch (error) {
     if (!(error instanceof SyncRequestError)) throw error;
     failure = error;
   } finally {
+    process.off('SIGINT', stop).off('SIGTERM', stop);
     progress.stop();
   }
 

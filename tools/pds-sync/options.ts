@@ -33,6 +33,14 @@ export const DEFAULTS = {
 /** No back-off wait is longer, unless the service's Retry-After asks for more. */
 const MAX_RETRY_DELAY_MS = 60_000;
 
+/** The bounds of the numbers a flag or the configuration file may give: one set for both. */
+const BOUNDS = {
+  maxAttempts: { minimum: 1, maximum: 100 },
+  retryBaseMs: { minimum: 1, maximum: MAX_RETRY_DELAY_MS },
+  // Node's timers take at most 2^31 − 1 ms; a longer one fires at once.
+  timeoutMs: { minimum: 1, maximum: 3_600_000 },
+} as const;
+
 export interface SyncPlan {
   readonly baseUrl: URL;
   readonly token: string;
@@ -73,9 +81,9 @@ const CONFIG_SCHEMA = Type.Object({
   tokenFile: Type.Optional(Type.String({ minLength: 1 })),
   mode: Type.Optional(Type.Union(MODES.map((mode) => Type.Literal(mode)))),
   batchSize: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.batchRows })),
-  maxAttempts: Type.Optional(Type.Integer({ minimum: 1 })),
-  retryBaseMs: Type.Optional(Type.Integer({ minimum: 1 })),
-  timeoutMs: Type.Optional(Type.Integer({ minimum: 1 })),
+  maxAttempts: Type.Optional(Type.Integer(BOUNDS.maxAttempts)),
+  retryBaseMs: Type.Optional(Type.Integer(BOUNDS.retryBaseMs)),
+  timeoutMs: Type.Optional(Type.Integer(BOUNDS.timeoutMs)),
   emptyAsNull: Type.Optional(Type.Boolean()),
   rejectReport: Type.Optional(Type.String({ minLength: 1 })),
   ...INPUT_SCHEMAS,
@@ -146,9 +154,9 @@ export function declareOptions(program: Command): Command {
     .addOption(new Option('--mode <mode>', `write mode (default: ${DEFAULTS.mode})`).choices(MODES))
     .option('--batch-size <rows>', `rows per request, at most ${LIMITS.batchRows} (default: ${DEFAULTS.batchSize})`, integerIn(1, LIMITS.batchRows))
     .option('--dry-run', 'send every batch with Prefer: tx=rollback: the service answers what it would do and writes nothing')
-    .option('--max-attempts <n>', `attempts per batch on 429, 5xx or no answer (default: ${DEFAULTS.maxAttempts})`, integerIn(1, 100))
-    .option('--retry-base-ms <ms>', `first back-off wait; it doubles per retry, with jitter (default: ${DEFAULTS.retryBaseMs})`, integerIn(1, MAX_RETRY_DELAY_MS))
-    .option('--timeout-ms <ms>', `how long one request may take before it is retried (default: ${DEFAULTS.timeoutMs})`, integerIn(1, 3_600_000))
+    .option('--max-attempts <n>', `attempts per batch on 429, 5xx or no answer (default: ${DEFAULTS.maxAttempts})`, integerIn(BOUNDS.maxAttempts.minimum, BOUNDS.maxAttempts.maximum))
+    .option('--retry-base-ms <ms>', `first back-off wait; it doubles per retry, with jitter (default: ${DEFAULTS.retryBaseMs})`, integerIn(BOUNDS.retryBaseMs.minimum, BOUNDS.retryBaseMs.maximum))
+    .option('--timeout-ms <ms>', `how long one request may take before it is retried (default: ${DEFAULTS.timeoutMs})`, integerIn(BOUNDS.timeoutMs.minimum, BOUNDS.timeoutMs.maximum))
     .option('--empty-as-null', 'send an empty cell of a field that takes null as null (clearing it); otherwise empty cells are left out')
     .option('--reject-report <file>', `CSV of the rejected rows, written on every run (default: ${DEFAULTS.rejectReport})`)
     .option('--run-id <id>', 'continue a stopped run under the same Idempotency-Keys (its id is printed when it stops); default: a new id', parseRunId);
