@@ -242,7 +242,7 @@ export const ERRORS = {
     headers: RETRY_SOON,
   }),
   INVALID_CURSOR: define({
-    status: 400, when: 'A change feed `since` that is not a cursor the feed answered, one of another feed, or one past a university\'s last change.',
+    status: 400, when: 'A change feed `since` that is not a cursor the feed answered, one of another feed, or one holding a position this database never gave out (forged, or from before a restore from backup).',
     text: (problem: string) => ({
       message: `The since cursor is not valid: ${problem}.`,
       hint: 'Send the next_cursor of an earlier answer of the same feed unchanged, or leave since out to read from the start.',

@@ -5,7 +5,8 @@
  * connections for about a minute each, and every other university's writes and token lookups
  * answered 503. So one scope is sent at most LIMITS.largePagesPerScope at once (429
  * TOO_MANY_LARGE_PAGES), and all scopes together at most half the pool (503 DATABASE_BUSY): the
- * other half is always there for writes, lookups and the operator.
+ * other half is always there for writes, lookups and the operator. Both counts are an instance's.
+ * The embedded store has one session, which a large page holds (docs/operations.md).
  */
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';

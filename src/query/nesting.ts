@@ -9,6 +9,7 @@
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { Column } from '../resources/registry.ts';
+import { arrayLiteralElements } from './patterns.ts';
 import type { FieldRef, FtsOperator, Operation } from './syntax.ts';
 
 /** The deepest nesting of JSON arrays and objects in `text`; brackets inside JSON strings do not count. */
@@ -29,23 +30,37 @@ export function jsonNesting(text: string): number {
 }
 
 /**
+ * What websearch_to_tsquery passes over while it waits for an operand (PostgreSQL's
+ * gettoken_query_websearch): spaces and the characters it reads as no operator of its own. They
+ * neither end a run of negations nor make a following `-` part of a word.
+ */
+const WEBSEARCH_SKIPPED = /[\s!&|()<"]/;
+
+/**
  * The deepest nesting of a full-text query: open parentheses plus negations in a row, each of
- * which nests its operand once more (`!!a` is `!(!a)`). `to_tsquery` negates with `!`;
- * `websearch_to_tsquery` with a `-` that starts a word, and has no parentheses. The others read
+ * which nests its operand once more (`!!a` is `!(!a)`). `to_tsquery` negates with `!`, skipping
+ * spaces between; `websearch_to_tsquery` with a `-` that does not continue a word (`x-y` is one
+ * hyphenated word), skipping WEBSEARCH_SKIPPED between, and has no parentheses. The others read
  * no operators.
  */
 export function searchNesting(op: FtsOperator, query: string): number {
   if (op === 'plfts' || op === 'phfts') return 0;
-  const negation = op === 'fts' ? '!' : '-';
   let depth = 0;
   let run = 0;
+  let inWord = false;
   let deepest = 0;
-  for (let i = 0; i < query.length; i++) {
-    const ch = query[i];
-    if (ch === negation && (op === 'fts' || run > 0 || i === 0 || /\s/.test(query[i - 1]))) run++;
-    else if (op === 'fts' && ch === '(') depth++;
-    else if (op === 'fts' && ch === ')') depth = Math.max(0, depth - 1);
-    else if (!/\s/.test(ch)) run = 0;
+  for (const ch of query) {
+    if (op === 'fts') {
+      if (ch === '!') run++;
+      else if (ch === '(') depth++;
+      else if (ch === ')') depth = Math.max(0, depth - 1);
+      else if (!/\s/.test(ch)) run = 0;
+    } else if (WEBSEARCH_SKIPPED.test(ch)) inWord = false;
+    else if (ch === '-' && !inWord) run++;
+    else if (ch !== '-') {
+      inWord = true;
+      run = 0;
+    }
     deepest = Math.max(deepest, depth + run);
   }
   return deepest;
@@ -69,9 +84,12 @@ export function checkValueNesting(column: Column, field: FieldRef, operation: Op
     case 'fts':
       if (searchNesting(operation.op, operation.value) > LIMITS.maxNesting) throw tooDeep(`the ${operation.op} query`);
       return;
-    case 'compare':
-      if (comparesJson && jsonNesting(operation.value) > LIMITS.maxNesting) throw tooDeep('a JSON value');
+    case 'compare': {
+      // With (any) or (all) the value is an array literal whose every element is read as JSON.
+      const values = operation.quantifier ? arrayLiteralElements(operation.value) : [operation.value];
+      if (comparesJson && values.some((value) => jsonNesting(value) > LIMITS.maxNesting)) throw tooDeep('a JSON value');
       return;
+    }
     case 'in':
       if (comparesJson && operation.values.some((value) => jsonNesting(value) > LIMITS.maxNesting)) throw tooDeep('a JSON value');
       return;

@@ -40,6 +40,7 @@ interface Outcome {
 async function syncFile(plan: SyncPlan, file: InputFile, progress: Progress, outcome: Outcome, stopping: AbortSignal): Promise<void> {
   const tally = emptyTally();
   outcome.tallies.set(file.resource, tally);
+  if (stopping.aborted) return;
   const batches = chunks(file.rows, plan.batchSize);
   progress.start(file.resource, file.rows.length, batches.length);
   for (const [i, rows] of batches.entries()) {
@@ -49,6 +50,8 @@ async function syncFile(plan: SyncPlan, file: InputFile, progress: Progress, out
       plan.retry,
       (notice) => progress.retrying(file.resource, i + 1, notice),
     );
+    // Answered after a signal stopped the run: its report is written already, without this batch.
+    if (stopping.aborted) return;
     if (response.results?.length !== rows.length) {
       throw new SyncRequestError(`${file.resource} batch ${i + 1}: the service answered ${response.results?.length ?? 'no'} results for ${rows.length} rows.`);
     }

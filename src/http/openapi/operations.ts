@@ -205,7 +205,7 @@ function changesOperation(feed: Feed): DocumentedOperation {
         + 'with the cursor for the next call. Each created or updated row appears once, as it is now; an erased row is a tombstone with '
         + 'its id alone. Replaying the feed from the start and applying every entry gives exactly what a full read shows. '
         + 'Call again with `next_cursor` while `has_more` is true, then store the cursor until the next sync: cursors do not expire, '
-        + 'tombstones are kept indefinitely. A malformed cursor, one of another feed, or one past a university\'s last change (as after a restore from backup) is 400 `INVALID_CURSOR`. '
+        + 'tombstones are kept indefinitely. A malformed cursor, one of another feed, or one holding a position this database never gave out (forged, or from before a restore from backup) is 400 `INVALID_CURSOR`. '
         + 'Counts against the read rate limit.',
       parameters: FEED_PARAMETERS,
       responses: {
