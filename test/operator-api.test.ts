@@ -252,6 +252,11 @@ for (const backend of storeBackends()) {
         expectError(await h.admin('GET', `/tokens?university_id=${north.id}&university_id=${north.id}`), 400, 'INVALID_PARAMETER');
         expectError(await h.admin('GET', '/campuses?limit=0'), 400, 'INVALID_PARAMETER', /limit/);
         expectError(await h.admin('GET', '/campuses?limit=ten'), 400, 'INVALID_PARAMETER', /limit/);
+        // A whole number in digits, not whatever Number() reads as one.
+        for (const limit of ['0x2', '2e0', '%2B5', '5.0', '%205']) {
+          expectError(await h.admin('GET', `/campuses?limit=${limit}`), 400, 'INVALID_PARAMETER', /querystring\/limit must be a whole number written in digits/);
+        }
+        assert.equal((await h.admin('GET', '/campuses?limit=5')).status, 200);
         expectError(await h.admin('GET', '/consortia?name='), 400, 'INVALID_PARAMETER', /name/);
         const uuid = '00000000-0000-4000-8000-000000000000';
         // Shaped like a cursor, but no instant PostgreSQL (or this service) would render.

@@ -4,7 +4,7 @@
  * narrowed by the collection's filters; `GET /admin/v1/<collection>/{id}` reads one. The fields
  * and filters are src/domain/operator-records.ts's; the schemas here must name each of them.
  */
-import { type FastifyPluginAsyncTypebox, type TSchema, Type } from '@fastify/type-provider-typebox';
+import { type FastifyPluginAsyncTypebox, type TObject, type TSchema, Type } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { Database } from '../../db/database.ts';
 import {
@@ -113,12 +113,17 @@ function pageSchema(collection: OperatorCollection) {
 
 /**
  * A query parameter the collection does not know is refused, not ignored: an operator who
- * misspells a filter must not get every record back as if it matched.
+ * misspells a filter must not get every record back as if it matched. A whole number is written
+ * in digits: the schema's coercion read `0x2`, `2e0`, `+5` and `5.0` as numbers.
  */
-function refuseUnknownParameters(known: ReadonlySet<string>) {
+function refuseUnknownParameters(querystring: TObject) {
+  const known = Object.keys(querystring.properties);
   return async (request: FastifyRequest) => {
-    for (const name of Object.keys(request.query as object)) {
-      if (!known.has(name)) throw apiError('INVALID_PARAMETER', `querystring/${name} is not a parameter here; the parameters are ${[...known].join(', ')}`);
+    for (const [name, value] of Object.entries(request.query as Record<string, unknown>)) {
+      if (!known.includes(name)) throw apiError('INVALID_PARAMETER', `querystring/${name} is not a parameter here; the parameters are ${known.join(', ')}`);
+      if ((querystring.properties[name] as { type?: unknown }).type === 'integer' && !(typeof value === 'string' && /^\d+$/.test(value))) {
+        throw apiError('INVALID_PARAMETER', `querystring/${name} must be a whole number written in digits`);
+      }
     }
   };
 }
@@ -135,7 +140,7 @@ function registerCollection(app: OperatorApp, db: Database, collection: Operator
 
   app.get(`/${collection}`, {
     schema: { querystring, response: { 200: pageSchema(collection) } },
-    preValidation: refuseUnknownParameters(new Set(Object.keys(querystring.properties))),
+    preValidation: refuseUnknownParameters(querystring),
   }, async (request) => {
     const query = request.query as PageQuery;
     const { limit, after, ...given } = query;
