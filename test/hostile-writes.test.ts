@@ -204,6 +204,8 @@ for (const backend of backends()) {
 
       test('a token that would expire in the past is 400; one in the future is issued', async () => {
         expectError(await h.admin('POST', '/tokens', { university_id: university, expires_at: '2020-01-01T00:00:00Z' }), 400, 'INVALID_BODY', /expires_at must be in the future/);
+        // A leap second is a date-time to the schema, and no time to the service's clock: not "in the past".
+        expectError(await h.admin('POST', '/tokens', { university_id: university, expires_at: '2030-06-30T23:59:60Z' }), 400, 'INVALID_BODY', /expires_at must be a time this service's clock can read/);
         assert.equal((await h.admin('POST', '/tokens', { university_id: university, expires_at: '2999-01-01T00:00:00Z' })).status, 201);
       });
 
