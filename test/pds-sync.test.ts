@@ -265,6 +265,7 @@ describe('pds-sync: bad input is refused before anything is sent', { concurrency
     await writeFile(join(dir, 'empty-token'), '\n');
     // Zoë Müller as a Latin-1 export writes her: read as UTF-8, each accent would be U+FFFD.
     await writeFile(join(dir, 'latin1.csv'), Buffer.from('email,first_name,last_name,cohort_name,is_alumni\nzoe@example.edu,Zo\xeb,M\xfcller,cs,false\n', 'latin1'));
+    await writeFile(join(dir, 'long-cell.csv'), `email,first_name,last_name,cohort_name,is_alumni\na@example.edu,Ada,Lovelace,cs,false\nb@example.edu,${'B'.repeat(LIMITS.bodyBytes)},Lee,cs,false\n`);
     await writeFile(join(dir, 'slow-config.json'), JSON.stringify({ url, timeoutMs: 3_000_000_000, students: { file: 'students.csv', columns: { email: 'Email', first_name: 'First', last_name: 'Last', cohort_name: 'Cohort', is_alumni: 'Alumni' } } }));
   });
   after(async () => {
@@ -278,6 +279,7 @@ describe('pds-sync: bad input is refused before anything is sent', { concurrency
     { name: 'a field the mode needs without a column', args: () => ['--url', url, '--students', 'students.csv', '--map', 'students.email=Email'], message: /no column for students\.first_name, students\.last_name, students\.cohort_name, students\.is_alumni/ },
     { name: 'a file that is not UTF-8 (Latin-1)', args: () => ['--url', url, '--students', 'latin1.csv'], message: /latin1\.csv: the students file is not UTF-8 text; export it as "CSV UTF-8"/ },
     { name: 'a configuration timeout past what a flag may give', args: () => ['--config', 'slow-config.json'], message: /slow-config\.json: \/timeoutMs must be <= 3600000/ },
+    { name: 'a cell that makes its batch larger than the service takes', args: () => ['--url', url, '--students', 'long-cell.csv'], message: new RegExp(`long-cell\\.csv: a batch of lines 2–3 would be [\\d,]+ bytes, over the service's ${LIMITS.bodyBytes.toLocaleString('en-US')}; its largest row is line 3`) },
     { name: 'an unclosed quote', args: () => ['--url', url, '--students', 'unclosed.csv'], message: /unclosed\.csv: Quote Not Closed/ },
     { name: 'a line with more cells than the header', args: () => ['--url', url, '--students', 'ragged.csv'], message: /ragged\.csv: Invalid Record Length: expect 5, got 6 on line 3/ },
     { name: 'an unknown option', args: () => ['--url', url, '--students', 'students.csv', '--frobnicate'], message: /unknown option '--frobnicate'/ },

@@ -6,6 +6,7 @@
  * read before the first request.
  */
 import { Command } from 'commander';
+import { LIMITS } from '../../src/limits.ts';
 import type { WritableResource } from '../../src/resources/write-shapes.ts';
 import { type BatchResponse, sendBatch } from './client.ts';
 import { type InputFile, readInputFile } from './csv-input.ts';
@@ -64,6 +65,21 @@ async function syncFile(plan: SyncPlan, file: InputFile, progress: Progress, out
   }
 }
 
+/**
+ * Every batch of the file fits the service's body limit; else bad input, found before anything
+ * is sent: one oversized cell made its batch 413, which stopped the sync with the rest unsent.
+ */
+function checkBatchBytes(file: InputFile, batchSize: number): void {
+  for (const rows of chunks(file.rows, batchSize)) {
+    const sizes = rows.map((row) => Buffer.byteLength(JSON.stringify(row.body)));
+    const bytes = Buffer.byteLength(JSON.stringify({ [file.resource]: [] })) + sizes.reduce((sum, size) => sum + size + 1, 0);
+    if (bytes <= LIMITS.bodyBytes) continue;
+    const largest = rows[sizes.indexOf(Math.max(...sizes))];
+    throw new SyncInputError(`${file.path}: a batch of lines ${rows[0].line}–${rows.at(-1)!.line} would be ${bytes.toLocaleString('en-US')} bytes, `
+      + `over the service's ${LIMITS.bodyBytes.toLocaleString('en-US')}; its largest row is line ${largest.line} (${Math.max(...sizes).toLocaleString('en-US')} bytes).`);
+  }
+}
+
 /** Rows of a dry run that fail only because the cohort they name would be created by this same run. */
 function blockedByDryRunCohorts(outcome: Outcome): number {
   return outcome.rejected.filter(({ file, row, result }) =>
@@ -87,6 +103,7 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
     const ordered = [...plan.inputs].sort(([a], [b]) => SYNC_ORDER[a] - SYNC_ORDER[b]);
     files = await Promise.all(ordered.map(([resource, { path, mapping }]) =>
       readInputFile(resource, path, { mapping, needed: neededFields(resource, plan.mode), emptyAsNull: plan.emptyAsNull })));
+    for (const file of files) checkBatchBytes(file, plan.batchSize);
     await prepareRejectReport(plan.rejectReport, files.map((file) => file.path));
   } catch (error) {
     if (!(error instanceof SyncInputError)) throw error;
