@@ -16,8 +16,7 @@ import { PARTNER_PREFIX } from './prefixes.ts';
 import { RATE_LIMIT_HEADERS } from './rate-limits.ts';
 import { RESPONSE_HEADERS } from './response-headers.ts';
 
-/** The response headers a browser's script may read, beyond the safelisted Content-Type. */
-/** The response headers a page's script may read (docs/api.md, Browsers, is generated from this list). */
+/** The response headers a page's script may read beyond the safelisted Content-Type (docs/api.md, Browsers, is generated from this list). */
 export const CORS_EXPOSED_HEADERS = [
   ...Object.values(RESPONSE_HEADERS), 'Allow', 'Retry-After', ...Object.values(RATE_LIMIT_HEADERS),
 ];

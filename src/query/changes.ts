@@ -182,8 +182,7 @@ async function committedThrough(tx: Queryable, universityIds: readonly string[])
  * that high). One statement per place a position can be, per university, each on its shard on Citus.
  */
 async function holdsPositions(tx: Queryable, windows: readonly Window[]): Promise<boolean> {
-  const given = windows.filter((w) => w.after !== START);
-  const found = await Promise.all(given.flatMap(({ universityId, after: [seq, resource, id] }) => {
+  const held = await Promise.all(windows.filter((w) => w.after !== START).map(async ({ universityId, after: [seq, resource, id] }) => {
     const read = resourcesByName.get(resource)!;
     const [row, tombstone] = [new Parameters(), new Parameters()];
     const statements = [
@@ -192,9 +191,10 @@ async function holdsPositions(tx: Queryable, windows: readonly Window[]): Promis
       [`SELECT 1 FROM change_tombstones WHERE university_id = ${tombstone.add(universityId)}::uuid AND resource = ${tombstone.add(resource)}`
         + ` AND id = ${tombstone.add(id)}::uuid AND change_seq >= ${tombstone.add(String(seq))}::bigint`, tombstone],
     ] as const;
-    return statements.map(async ([text, params]) => (await tx.query(text, params.values)).length > 0);
+    const found = await Promise.all(statements.map(async ([text, params]) => (await tx.query(text, params.values)).length > 0));
+    return found.includes(true);
   }));
-  return given.every((_, i) => found[2 * i] || found[2 * i + 1]);
+  return held.every(Boolean);
 }
 
 /**

@@ -226,9 +226,9 @@ async function measureStreamedPage(tx: Queryable, plan: ReadPlan, tenants: Tenan
   return { rows: rowsOnPage(plan.page, reachable), total };
 }
 
-/** A measured page's body, read whole in its transaction (the total is the measure's). */
+/** A measured page's body, read whole in its transaction (the total is the measure's): readWhole's statement without a count. */
 async function wholeBodyIn(tx: Queryable, plan: ReadPlan, tenants: Tenants): Promise<Buffer> {
-  const statement = buildPageStatement(plan, tenants, { exactCount: false, body: true });
+  const statement = wholePageStatement(plan, tenants, 'page false true', () => buildPageStatement(plan, tenants, { exactCount: false, body: true }));
   const [[, , body]] = await tx.queryColumns(statement.text, statement.params);
   return bytesOf(body);
 }

@@ -73,27 +73,26 @@ export function checkFieldNesting(field: FieldRef): void {
   if (field.jsonPath.length > LIMITS.maxNesting) throw tooDeep(`the JSON path of ${field.name}`);
 }
 
+/** The values an operation compares with its field: with (any) or (all), each element of the array literal. */
+function comparedValues(operation: Operation): readonly string[] {
+  switch (operation.kind) {
+    case 'compare':
+      return operation.quantifier ? arrayLiteralElements(operation.value) : [operation.value];
+    case 'in':
+      return operation.values;
+    case 'fts':
+    case 'is':
+      return [];
+  }
+}
+
 /**
  * Throws 400 QUERY_TOO_COMPLEX for an operation whose value PostgreSQL would read nested too
  * deep: a full-text query, or a value compared with JSON (a jsonb column, or a path ending in `->`).
  */
 export function checkValueNesting(column: Column, field: FieldRef, operation: Operation): void {
+  if (operation.kind === 'fts' && searchNesting(operation.op, operation.value) > LIMITS.maxNesting) throw tooDeep(`the ${operation.op} query`);
   const last = field.jsonPath[field.jsonPath.length - 1];
   const comparesJson = last ? last.arrow === '->' : column.type === 'jsonb';
-  switch (operation.kind) {
-    case 'fts':
-      if (searchNesting(operation.op, operation.value) > LIMITS.maxNesting) throw tooDeep(`the ${operation.op} query`);
-      return;
-    case 'compare': {
-      // With (any) or (all) the value is an array literal whose every element is read as JSON.
-      const values = operation.quantifier ? arrayLiteralElements(operation.value) : [operation.value];
-      if (comparesJson && values.some((value) => jsonNesting(value) > LIMITS.maxNesting)) throw tooDeep('a JSON value');
-      return;
-    }
-    case 'in':
-      if (comparesJson && operation.values.some((value) => jsonNesting(value) > LIMITS.maxNesting)) throw tooDeep('a JSON value');
-      return;
-    case 'is':
-      return;
-  }
+  if (comparesJson && comparedValues(operation).some((value) => jsonNesting(value) > LIMITS.maxNesting)) throw tooDeep('a JSON value');
 }

@@ -5,6 +5,7 @@
  * shapes, the batch limit, the row outcomes). Everything it is given is checked and every file
  * read before the first request.
  */
+import { once } from 'node:events';
 import { Command } from 'commander';
 import { LIMITS } from '../../src/limits.ts';
 import type { WritableResource } from '../../src/resources/write-shapes.ts';
@@ -121,13 +122,8 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
   // Stopped (Ctrl-C, a scheduler's time limit), it reports what the service answered so far, as a
   // refusal stops it; the batch in flight is answered again when the run is continued.
   const stopping = new AbortController();
-  let stop!: (signal: NodeJS.Signals) => void;
-  const stopped = new Promise<NodeJS.Signals>((resolve) => {
-    stop = (signal) => {
-      stopping.abort();
-      resolve(signal);
-    };
-  });
+  const stop = (signal: NodeJS.Signals) => stopping.abort(signal);
+  const stopped = once(stopping.signal, 'abort').then(() => stopping.signal.reason as NodeJS.Signals);
   process.once('SIGINT', stop).once('SIGTERM', stop);
   try {
     const signal = await Promise.race([(async () => {

@@ -37,11 +37,13 @@ const issuedToken = Type.Object({ ...recordSchema('tokens').properties, token: T
 
 /** Compared with this process's clock, the one that later refuses the expired token. */
 function requireFuture(expires: string | undefined): void {
+  if (expires === undefined) return;
+  const at = Date.parse(expires);
   // The schema's date-time takes a leap second (23:59:60), which JavaScript's clock cannot read.
-  if (expires !== undefined && Number.isNaN(Date.parse(expires))) {
+  if (Number.isNaN(at)) {
     throw apiError('INVALID_BODY', `expires_at must be a time this service's clock can read; ${expires} is not (a leap second?).`);
   }
-  if (expires !== undefined && !(Date.parse(expires) > Date.now())) {
+  if (at <= Date.now()) {
     throw apiError('INVALID_BODY', `expires_at must be in the future; ${expires} is not.`);
   }
 }
