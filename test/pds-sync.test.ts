@@ -104,17 +104,19 @@ class Proxy {
 describe('pds-sync pure parts', () => {
   test('the Idempotency-Key depends on the run, the batch\'s number and everything sent, and on nothing else', () => {
     const run = '3f2c9a1e-run';
-    const key = idempotencyKey(run, 1, 'PUT', '/v1/students', null, '{"students":[1]}');
-    assert.equal(key, idempotencyKey(run, 1, 'PUT', '/v1/students', null, '{"students":[1]}'));
+    const key = idempotencyKey(run, '1', 'PUT', '/v1/students', null, '{"students":[1]}');
+    assert.equal(key, idempotencyKey(run, '1', 'PUT', '/v1/students', null, '{"students":[1]}'));
     assert.match(key, /^pds-sync-3f2c9a1e-run-[0-9a-f]{64}$/);
     for (const other of [
-      idempotencyKey('another-run', 1, 'PUT', '/v1/students', null, '{"students":[1]}'),
+      idempotencyKey('another-run', '1', 'PUT', '/v1/students', null, '{"students":[1]}'),
       // The same rows as the next batch (a row repeated in the export): a key of its own.
-      idempotencyKey(run, 2, 'PUT', '/v1/students', null, '{"students":[1]}'),
-      idempotencyKey(run, 1, 'POST', '/v1/students', null, '{"students":[1]}'),
-      idempotencyKey(run, 1, 'PUT', '/v1/cohorts', null, '{"students":[1]}'),
-      idempotencyKey(run, 1, 'PUT', '/v1/students', 'tx=rollback, handling=strict', '{"students":[1]}'),
-      idempotencyKey(run, 1, 'PUT', '/v1/students', null, '{"students":[2]}'),
+      idempotencyKey(run, '2', 'PUT', '/v1/students', null, '{"students":[1]}'),
+      // Batch 1's raced rows sent again.
+      idempotencyKey(run, '1.1', 'PUT', '/v1/students', null, '{"students":[1]}'),
+      idempotencyKey(run, '1', 'POST', '/v1/students', null, '{"students":[1]}'),
+      idempotencyKey(run, '1', 'PUT', '/v1/cohorts', null, '{"students":[1]}'),
+      idempotencyKey(run, '1', 'PUT', '/v1/students', 'tx=rollback, handling=strict', '{"students":[1]}'),
+      idempotencyKey(run, '1', 'PUT', '/v1/students', null, '{"students":[2]}'),
     ]) assert.notEqual(other, key);
   });
 
@@ -192,6 +194,49 @@ describe('pds-sync and a batch whose key is in use', () => {
       assert.deepEqual(summaryOf(run.stdout, 'students'), { created: 1, updated: 0, unchanged: 0, rejected: 0 });
       assert.equal(proxy.seen.length, 5);
       assert.equal(new Set(proxy.seen.map((s) => s.key)).size, 1, 'every attempt carries the batch\'s one key');
+    } finally {
+      await proxy.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('pds-sync and rows that lost a race', () => {
+  test('rows answered CONCURRENT_WRITE are sent again, on their own and under keys of their own, until decided or the attempts run out', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pds-sync-raced-'));
+    // What the service answers each request, row by row: the batch of four loses two rows to a
+    // race, their resend one of them, and that one loses again on the last attempt.
+    const answers = [['created', 'raced', 'updated', 'raced'], ['created', 'raced'], ['raced']];
+    const sent: string[][] = [];
+    const proxy = new Proxy(null);
+    proxy.script = (n, req, res) => {
+      let text = '';
+      req.setEncoding('utf8').on('data', (chunk: string) => { text += chunk; }).on('end', () => {
+        const rows = (JSON.parse(text) as { students: { email: string }[] }).students;
+        sent.push(rows.map((row) => row.email));
+        const results = rows.map(({ email }, i) => (answers[n - 1][i] === 'raced'
+          ? { email, status: 'rejected', code: 'CONCURRENT_WRITE', message: 'Another write took this address at the same moment; retry the row.' }
+          : { email, status: answers[n - 1][i] }));
+        const counts = { created: 0, updated: 0, unchanged: 0, rejected: 0 };
+        for (const result of results) counts[result.status as keyof typeof counts]++;
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ counts, dropped_fields: [], results }));
+      });
+      return true;
+    };
+    const url = await proxy.start();
+    try {
+      await writeFile(join(dir, 'students.csv'), csv([
+        ['email', 'first_name', 'last_name', 'cohort_name', 'is_alumni'],
+        ...['a', 'b', 'c', 'd'].map((name) => [`${name}@example.edu`, name, 'Student', 'cs', 'false']),
+      ]));
+      const run = await runSync(['--url', url, '--students', 'students.csv', '--max-attempts', '3', '--retry-base-ms', '1'], { cwd: dir, env: { PDS_TOKEN: 'pds_not_checked' } });
+      assert.equal(run.code, 2, run.stdout + run.stderr);
+      assert.deepEqual(sent, [['a@example.edu', 'b@example.edu', 'c@example.edu', 'd@example.edu'], ['b@example.edu', 'd@example.edu'], ['d@example.edu']]);
+      assert.equal(new Set(proxy.seen.map((s) => s.key)).size, 3, 'each resend has a key of its own');
+      assert.deepEqual(summaryOf(run.stdout, 'students'), { created: 2, updated: 1, unchanged: 0, rejected: 1 });
+      assert.match(run.stdout, /students: batch 1: 2 rows lost a race to another write \(CONCURRENT_WRITE\); sending them again/);
+      const report = parse(await readFile(join(dir, 'pds-sync-rejects.csv'), 'utf8'), { columns: true }) as Record<string, string>[];
+      assert.deepEqual(report.map((r) => [r.line, r.status, r.code, r.email]), [['5', 'rejected', 'CONCURRENT_WRITE', 'd@example.edu']]);
     } finally {
       await proxy.close();
       await rm(dir, { recursive: true, force: true });
@@ -315,7 +360,7 @@ describe('pds-sync: bad input is refused before anything is sent', { concurrency
       assert.equal(run.code, 1);
       assert.match(run.stderr, /PUT \/v1\/students failed after 1 attempt: 502/);
       assert.equal(other.seen.length, 1);
-      assert.match(await readFile(join(dir, 'tonight', 'rejects.csv'), 'utf8'), /^resource,file,line,code,message/);
+      assert.match(await readFile(join(dir, 'tonight', 'rejects.csv'), 'utf8'), /^resource,file,line,status,code,message,notes/);
     } finally {
       await other.close();
     }
@@ -390,7 +435,7 @@ for (const backend of backends()) {
       const [cohort] = await h.sql<{ campus_name: string; intake_year: number; resume_template_names: string[] }>(
         `select c.name, p.name as campus_name, c.intake_year, c.resume_template_names from cohorts c left join campuses p on p.id = c.campus_id where c.university_id = $1 and c.name = 'happy-cs'`, [university]);
       assert.deepEqual({ ...cohort }, { name: 'happy-cs', campus_name: 'Main', intake_year: 2024, resume_template_names: [] });
-      assert.deepEqual(parse(await readFile(join(dir, 'happy-rejects.csv'), 'utf8')), [['resource', 'file', 'line', 'code', 'message', ...new Set([...COHORT_HEADER, ...STUDENT_HEADER])]]);
+      assert.deepEqual(parse(await readFile(join(dir, 'happy-rejects.csv'), 'utf8')), [['resource', 'file', 'line', 'status', 'code', 'message', 'notes', ...new Set([...COHORT_HEADER, ...STUDENT_HEADER])]]);
 
       // A new run is new requests under new keys: PUT finds every row unchanged.
       const rerun = await runSync(['--config', config], { cwd: dir, env });
@@ -454,6 +499,7 @@ for (const backend of backends()) {
       assert.match(run.stdout, /Rejected rows: 4, listed in .*rej-rejects\.csv/);
       const report = parse(await readFile(join(dir, 'rej-rejects.csv'), 'utf8'), { columns: true }) as Record<string, string>[];
       // Header on line 1, five generated rows on lines 2-6, the bad email on 7, the two-line name on 8-9.
+      assert.ok(report.every((r) => r.status === 'rejected' && r.notes === ''));
       assert.deepEqual(report.map((r) => [r.resource, r.file, r.line, r.code, r.Email]), [
         ['students', join(dir, 'rej-students.csv'), '7', 'INVALID_EMAIL', 'not-an-address'],
         ['students', join(dir, 'rej-students.csv'), '8', 'INVALID_FIELD', 'rej.multi@sync.example.edu'],
@@ -469,6 +515,34 @@ for (const backend of backends()) {
       assert.equal(report[2].Mobile, '0123');
       assert.equal(report[3]['Student Number'], 'rej-nocohort');
       assert.match(report[3].message, /is_alumni/);
+    });
+
+    test('rows applied with notes are in the report beside the rejected ones; an input column named like one of the report\'s keeps its own', async () => {
+      await writeFile(join(dir, 'noted-cohorts.csv'), csv([COHORT_HEADER, ...cohortRows('noted')]));
+      // The export's own `status` and `code` columns, not sent, stay in the report as they were read.
+      await writeFile(join(dir, 'noted-students.csv'), csv([
+        [...STUDENT_HEADER, 'status', 'code'],
+        ['noted-1', 'noted.1@sync.example.edu', 'Agrees', 'Flag', 'noted-cs', 'no', '', 'enrolled', 'X1'],
+        ['noted-2', 'noted.2@sync.example.edu', 'Early', 'Alumnus', 'noted-cs', 'yes', '', 'enrolled', 'X2'],
+        ['noted-3', 'not-an-address', 'Bad', 'Email', 'noted-cs', 'no', '', 'left', 'X3'],
+      ]));
+      await writeFile(join(dir, 'noted.json'), JSON.stringify({
+        url: serviceUrl, rejectReport: 'noted-report.csv',
+        cohorts: { file: 'noted-cohorts.csv', columns: COLUMNS.cohorts },
+        students: { file: 'noted-students.csv', columns: COLUMNS.students },
+      }));
+      const run = await runSync(['--config', 'noted.json'], { cwd: dir, env });
+      assert.equal(run.code, 2, run.stdout + run.stderr);
+      assert.deepEqual(summaryOf(run.stdout, 'students'), { created: 2, updated: 0, unchanged: 0, rejected: 1 });
+      assert.match(run.stdout, /Rejected rows: 1, listed in .*noted-report\.csv/);
+      assert.match(run.stdout, /Rows applied with notes \(read them: the service did not apply all as sent\): 1, listed in .*noted-report\.csv/);
+      const report = parse(await readFile(join(dir, 'noted-report.csv'), 'utf8'), { columns: true }) as Record<string, string>[];
+      assert.deepEqual(report.map((r) => [r.line, r.status, r.code, r['status (input)'], r['code (input)'], r.Email]), [
+        ['3', 'created', '', 'enrolled', 'X2', 'noted.2@sync.example.edu'],
+        ['4', 'rejected', 'INVALID_EMAIL', 'left', 'X3', 'not-an-address'],
+      ]);
+      assert.match(report[0].notes, /^is_alumni was applied as sent \(true\), but with no graduation_date, the cohort end_date 2999-06-30 implies false/);
+      assert.equal(report[1].notes, '');
     });
 
     test('503, 429, a dropped connection and a key still in use mid-run are retried after Retry-After: nothing lost, nothing doubled', async () => {

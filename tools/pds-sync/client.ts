@@ -32,8 +32,8 @@ export interface BatchRequest {
   readonly rows: readonly unknown[];
   readonly dryRun: boolean;
   readonly runId: string;
-  /** The batch's number in its file, from 1. */
-  readonly batch: number;
+  /** The batch's number in its file, from 1; for a resend of its raced rows, `<number>.<resend>`. */
+  readonly batch: string;
 }
 
 export interface RowResult {
@@ -68,7 +68,7 @@ export const DRY_RUN_PREFERENCE = 'tx=rollback, handling=strict';
  * the same rows (a row repeated in an export sent one a batch): under one key the second got the
  * first's answer, and the repeat was never reported.
  */
-export function idempotencyKey(runId: string, batch: number, method: string, path: string, prefer: string | null, body: string): string {
+export function idempotencyKey(runId: string, batch: string, method: string, path: string, prefer: string | null, body: string): string {
   return `pds-sync-${runId}-${createHash('sha256').update(`${batch}\n${method} ${path}\n${prefer ?? ''}\n${body}`).digest('hex')}`;
 }
 

@@ -1,20 +1,22 @@
 /**
  * pds-sync: pushes a SIS export (CSV files of cohorts and students) to the partner data service,
- * cohorts first, in batches, with retries, a progress display, a reject report and a summary.
+ * cohorts first, in batches, with retries, a progress display, a report of the rows to read
+ * (rejected, or applied with notes) and a summary.
  * A client of the HTTP API: from the service's code it takes only shared definitions (the write
  * shapes, the batch limit, the row outcomes). Everything it is given is checked and every file
  * read before the first request.
  */
 import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Command } from 'commander';
 import { LIMITS } from '../../src/limits.ts';
 import type { WritableResource } from '../../src/resources/write-shapes.ts';
-import { type BatchResponse, sendBatch } from './client.ts';
-import { type InputFile, readInputFile } from './csv-input.ts';
+import { type BatchResponse, backoffMs, sendBatch } from './client.ts';
+import { type InputFile, type InputRow, readInputFile } from './csv-input.ts';
 import { SyncInputError, SyncRequestError } from './errors.ts';
 import { type Flags, type SyncPlan, declareOptions, neededFields, resolvePlan } from './options.ts';
 import { BarProgress, LineProgress, type Progress } from './progress.ts';
-import { type Rejected, type Tally, emptyTally, prepareRejectReport, summaryTable, writeRejectReport } from './report.ts';
+import { type Reported, type Tally, emptyTally, prepareRejectReport, summaryTable, writeRejectReport } from './report.ts';
 
 /** The process's exit status. */
 export const EXIT = {
@@ -34,9 +36,47 @@ const chunks = <T>(items: readonly T[], size: number): T[][] =>
 
 interface Outcome {
   readonly tallies: Map<WritableResource, Tally>;
-  readonly rejected: Rejected[];
+  /** The rows the report lists: the rejected ones and those applied with notes. */
+  readonly reported: Reported[];
   /** Names of the cohorts a dry run reported it would create. */
   readonly cohortsCreated: Set<string>;
+}
+
+/** A row a retry can help: it lost a race for its address to another write (the row code says "retry the row"). */
+const RACED = 'CONCURRENT_WRITE';
+
+/**
+ * One batch's answer, its raced rows sent again, on their own, until they are decided or the
+ * attempts run out; each resend has a key of its own (`<batch>.<resend>`), so a continued run
+ * repeats it. The answer's results and counts are then the rows' last outcomes.
+ */
+async function answerBatch(plan: SyncPlan, resource: WritableResource, rows: readonly InputRow[], batch: number, progress: Progress): Promise<BatchResponse> {
+  const send = (sent: readonly InputRow[], label: string) => sendBatch(
+    { baseUrl: plan.baseUrl, token: plan.token, resource, mode: plan.mode, rows: sent.map((r) => r.body), dryRun: plan.dryRun, runId: plan.runId, batch: label },
+    plan.retry,
+    (notice) => progress.retrying(resource, batch, notice),
+  );
+  const answered = (response: BatchResponse, count: number, label: string) => {
+    if (response.results?.length !== count) {
+      throw new SyncRequestError(`${resource} batch ${label}: the service answered ${response.results?.length ?? 'no'} results for ${count} rows.`);
+    }
+    return response;
+  };
+  const first = answered(await send(rows, String(batch)), rows.length, String(batch));
+  const results = [...first.results];
+  for (let resend = 1; resend < plan.retry.maxAttempts; resend++) {
+    const raced = results.flatMap((result, i) => (result.code === RACED ? [i] : []));
+    if (raced.length === 0) break;
+    const delayMs = backoffMs(resend, plan.retry, null);
+    progress.say(`${resource}: batch ${batch}: ${raced.length} row${raced.length === 1 ? '' : 's'} lost a race to another write (${RACED}); sending ${raced.length === 1 ? 'it' : 'them'} again in ${(delayMs / 1000).toFixed(1)} s`);
+    await sleep(delayMs);
+    const label = `${batch}.${resend}`;
+    const again = answered(await send(raced.map((i) => rows[i]), label), raced.length, label);
+    raced.forEach((i, j) => { results[i] = again.results[j]; });
+  }
+  const counts = emptyTally();
+  for (const result of results) counts[result.status]++;
+  return { ...first, counts, results };
 }
 
 async function syncFile(plan: SyncPlan, file: InputFile, progress: Progress, outcome: Outcome, stopping: AbortSignal): Promise<void> {
@@ -47,19 +87,12 @@ async function syncFile(plan: SyncPlan, file: InputFile, progress: Progress, out
   progress.start(file.resource, file.rows.length, batches.length);
   for (const [i, rows] of batches.entries()) {
     if (stopping.aborted) return;
-    const response: BatchResponse = await sendBatch(
-      { baseUrl: plan.baseUrl, token: plan.token, resource: file.resource, mode: plan.mode, rows: rows.map((r) => r.body), dryRun: plan.dryRun, runId: plan.runId, batch: i + 1 },
-      plan.retry,
-      (notice) => progress.retrying(file.resource, i + 1, notice),
-    );
+    const response = await answerBatch(plan, file.resource, rows, i + 1, progress);
     // Answered after a signal stopped the run: its report is written already, without this batch.
     if (stopping.aborted) return;
-    if (response.results?.length !== rows.length) {
-      throw new SyncRequestError(`${file.resource} batch ${i + 1}: the service answered ${response.results?.length ?? 'no'} results for ${rows.length} rows.`);
-    }
     response.results.forEach((result, j) => {
       tally[result.status]++;
-      if (result.status === 'rejected') outcome.rejected.push({ file, row: rows[j], result });
+      if (result.status === 'rejected' || result.notes?.length) outcome.reported.push({ file, row: rows[j], result });
       if (file.resource === 'cohorts' && result.status === 'created') outcome.cohortsCreated.add(String(rows[j].body.name));
     });
     progress.batchDone(file.resource, i + 1, response);
@@ -83,7 +116,7 @@ function checkBatchBytes(file: InputFile, batchSize: number): void {
 
 /** Rows of a dry run that fail only because the cohort they name would be created by this same run. */
 function blockedByDryRunCohorts(outcome: Outcome): number {
-  return outcome.rejected.filter(({ file, row, result }) =>
+  return outcome.reported.filter(({ file, row, result }) =>
     file.resource === 'students' && result.code === 'COHORT_NOT_FOUND' && outcome.cohortsCreated.has(String(row.body.cohort_name))).length;
 }
 
@@ -115,7 +148,7 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
   // From here on the report is this run's, however the run ends: an earlier night's never stays.
   await writeRejectReport(plan.rejectReport, files, []);
   const progress: Progress = out.isTTY ? new BarProgress(out) : new LineProgress(out);
-  const outcome: Outcome = { tallies: new Map(), rejected: [], cohortsCreated: new Set() };
+  const outcome: Outcome = { tallies: new Map(), reported: [], cohortsCreated: new Set() };
   let failure: SyncRequestError | null = null;
   progress.say(`Run ${plan.runId}: should it stop, the same command with --run-id ${plan.runId} continues it.`);
   if (plan.dryRun) progress.say('Dry run (Prefer: tx=rollback): the service answers what it would do and writes nothing.');
@@ -139,9 +172,12 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
     progress.stop();
   }
 
-  await writeRejectReport(plan.rejectReport, files, outcome.rejected);
+  await writeRejectReport(plan.rejectReport, files, outcome.reported);
+  const rejected = outcome.reported.filter(({ result }) => result.status === 'rejected').length;
+  const noted = outcome.reported.length - rejected;
   out.write(`\n${summaryTable(outcome.tallies)}\n`);
-  if (outcome.rejected.length > 0) out.write(`Rejected rows: ${outcome.rejected.length}, listed in ${plan.rejectReport}\n`);
+  if (rejected > 0) out.write(`Rejected rows: ${rejected}, listed in ${plan.rejectReport}\n`);
+  if (noted > 0) out.write(`Rows applied with notes (read them: the service did not apply all as sent): ${noted}, listed in ${plan.rejectReport}\n`);
   const blocked = plan.dryRun ? blockedByDryRunCohorts(outcome) : 0;
   if (blocked > 0) {
     out.write(`Of those, ${blocked} student rows name a cohort this run would create: a dry run writes no cohort, so they show `
@@ -154,5 +190,5 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
       + 'so a batch the service already wrote is answered, not written twice.\n');
     return EXIT.failed;
   }
-  return outcome.rejected.length > 0 ? EXIT.rejectedRows : EXIT.ok;
+  return rejected > 0 ? EXIT.rejectedRows : EXIT.ok;
 }

@@ -154,7 +154,7 @@ export function declareOptions(program: Command): Command {
     .addOption(new Option('--mode <mode>', `write mode (default: ${DEFAULTS.mode})`).choices(MODES))
     .option('--batch-size <rows>', `rows per request, at most ${LIMITS.batchRows} (default: ${DEFAULTS.batchSize})`, integerIn(1, LIMITS.batchRows))
     .option('--dry-run', 'send every batch with Prefer: tx=rollback: the service answers what it would do and writes nothing')
-    .option('--max-attempts <n>', `attempts per batch on 429, 5xx or no answer (default: ${DEFAULTS.maxAttempts})`, integerIn(BOUNDS.maxAttempts.minimum, BOUNDS.maxAttempts.maximum))
+    .option('--max-attempts <n>', `attempts per batch on 429, 5xx or no answer, and per row answered CONCURRENT_WRITE (default: ${DEFAULTS.maxAttempts})`, integerIn(BOUNDS.maxAttempts.minimum, BOUNDS.maxAttempts.maximum))
     .option('--retry-base-ms <ms>', `first back-off wait; it doubles per retry, with jitter (default: ${DEFAULTS.retryBaseMs})`, integerIn(BOUNDS.retryBaseMs.minimum, BOUNDS.retryBaseMs.maximum))
     .option('--timeout-ms <ms>', `how long one request may take before it is retried (default: ${DEFAULTS.timeoutMs})`, integerIn(BOUNDS.timeoutMs.minimum, BOUNDS.timeoutMs.maximum))
     .option('--empty-as-null', 'send an empty cell of a field that takes null as null (clearing it); otherwise empty cells are left out')

@@ -1,6 +1,7 @@
 /**
- * What a sync leaves behind: the reject report (a CSV with a line per rejected row: where it came
- * from, why the service refused it, and the row as it was read) and the summary table.
+ * What a sync leaves behind: the report (a CSV with a line per row to read: one the service
+ * rejected, or applied with notes, where it came from, what the service said, and the row as it
+ * was read) and the summary table.
  */
 import { mkdir, open, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
@@ -11,27 +12,30 @@ import type { RowResult } from './client.ts';
 import type { InputFile, InputRow } from './csv-input.ts';
 import { SyncInputError } from './errors.ts';
 
-export interface Rejected {
+export interface Reported {
   readonly file: InputFile;
   readonly row: InputRow;
   readonly result: RowResult;
 }
 
 /** The report's own columns; the input file's columns follow them. */
-const REPORT_COLUMNS = ['resource', 'file', 'line', 'code', 'message'] as const;
+const REPORT_COLUMNS = ['resource', 'file', 'line', 'status', 'code', 'message', 'notes'] as const;
+
+/** An input column's title in the report: marked when it is also one of the report's own, so that neither hides the other. */
+const inputTitle = (column: string) => ((REPORT_COLUMNS as readonly string[]).includes(column) ? `${column} (input)` : column);
 
 /**
  * One CSV for both resources: the report's columns, then every column of the input files (those
- * two files share a column when they share a name). Written even when nothing was rejected, so
- * that a report never describes an earlier run.
+ * two files share a column when they share a name); a row's notes one to a line of their cell.
+ * Written even when nothing is to be reported, so that a report never describes an earlier run.
  */
-export async function writeRejectReport(path: string, files: readonly InputFile[], rejected: readonly Rejected[]): Promise<void> {
-  const inputColumns = [...new Set(files.flatMap((f) => f.header))].filter((c) => !(REPORT_COLUMNS as readonly string[]).includes(c));
-  const records = rejected.map(({ file, row, result }) => [
-    file.resource, file.path, row.line, result.code ?? '', result.message ?? '',
+export async function writeRejectReport(path: string, files: readonly InputFile[], reported: readonly Reported[]): Promise<void> {
+  const inputColumns = [...new Set(files.flatMap((f) => f.header))];
+  const records = reported.map(({ file, row, result }) => [
+    file.resource, file.path, row.line, result.status, result.code ?? '', result.message ?? '', (result.notes ?? []).join('\n'),
     ...inputColumns.map((column) => row.fields[column] ?? ''),
   ]);
-  await writeFile(path, stringify([[...REPORT_COLUMNS, ...inputColumns], ...records]));
+  await writeFile(path, stringify([[...REPORT_COLUMNS, ...inputColumns.map(inputTitle)], ...records]));
 }
 
 /**
