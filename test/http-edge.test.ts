@@ -18,6 +18,8 @@ interface RawResponse {
   json: any;
   /** Milliseconds from connecting until the server closed the connection. */
   closedAfterMs: number;
+  /** Everything the connection received, as Latin-1. */
+  text: string;
 }
 
 /** Sends `chunks` (a pause of `gapMs` between them) and reads until the server closes. */
@@ -47,7 +49,7 @@ function raw(port: number, chunks: (string | Buffer)[], gapMs = 0, giveUpMs = 8_
       } catch {
         json = undefined;
       }
-      resolve({ status: Number(statusLine.split(' ')[1]), headers, body, json, closedAfterMs: Date.now() - started });
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body, json, closedAfterMs: Date.now() - started, text });
     });
     const queue = [...chunks];
     const sendNext = () => {
@@ -65,6 +67,35 @@ function assertErrorBody(response: { status: number; headers: Record<string, unk
   assert.match(String(response.headers['content-type']), /^application\/json/);
   assert.deepEqual(Object.keys(response.json ?? {}).sort(), ['code', 'details', 'hint', 'message']);
   assert.equal(response.json.code, code);
+}
+
+/** The responses one after another in what a connection received: status, headers and body each (Content-Length or chunked). */
+function responsesIn(text: string): { status: number; headers: Record<string, string>; body: string }[] {
+  const responses = [];
+  let rest = text;
+  while (rest.length > 0) {
+    const end = rest.indexOf('\r\n\r\n');
+    assert.ok(end > 0, `not a response: ${rest.slice(0, 200)}`);
+    const [statusLine, ...headerLines] = rest.slice(0, end).split('\r\n');
+    const headers = Object.fromEntries(headerLines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    rest = rest.slice(end + 4);
+    let body = '';
+    if (headers['transfer-encoding'] === 'chunked') {
+      for (;;) {
+        const size = Number.parseInt(rest.slice(0, rest.indexOf('\r\n')), 16);
+        rest = rest.slice(rest.indexOf('\r\n') + 2);
+        body += rest.slice(0, size);
+        rest = rest.slice(size + 2);
+        if (size === 0) break;
+      }
+    } else {
+      const length = Number(headers['content-length'] ?? 0);
+      body = rest.slice(0, length);
+      rest = rest.slice(length);
+    }
+    responses.push({ status: Number(statusLine.split(' ')[1]), headers, body });
+  }
+  return responses;
 }
 
 describe('answers below the routes have the documented error body', () => {
@@ -104,6 +135,42 @@ describe('answers below the routes have the documented error body', () => {
     }
     const unknown = await h.request({ method: 'OPTIONS', url: '/v1/nothing', headers: { authorization: `Bearer ${token}` } });
     assertErrorBody(unknown, 404, 'PGRST205');
+  });
+
+  test('CONNECT, which Node hands to no route, is answered: 405 with Allow on a path the service serves, else 404', async () => {
+    const onPath = await raw(port, ['CONNECT /v1/students HTTP/1.1\r\nHost: x\r\n\r\n']);
+    assertErrorBody(onPath, 405, 'METHOD_NOT_ALLOWED');
+    assert.equal(onPath.headers.allow, 'GET, HEAD, POST, PUT, PATCH');
+    const asProxy = await raw(port, ['CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n']);
+    assertErrorBody(asProxy, 404, 'NOT_FOUND');
+  });
+
+  describe('a malformed request pipelined behind good ones is answered after them, in order', () => {
+    const malformed = [['an unknown method', 'FOO / HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'BAD_REQUEST'], ['an Expect other than 100-continue', 'GET / HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n', 417, 'EXPECTATION_FAILED']] as const;
+    for (const [name, bad, status, code] of malformed) {
+      test(`${name} behind two pages`, async () => {
+        const token = h.demo!.universities[0].read_token;
+        const page = `GET /v1/students?select=id&order=id HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+        // In one write: the parser's answer came first, in the first page's place.
+        const received = responsesIn((await raw(port, [page + page + bad])).text);
+        assert.deepEqual(received.map((r) => r.status), [200, 200, status]);
+        assert.ok(JSON.parse(received[0].body).length > 0);
+        assert.equal(received[1].body, received[0].body);
+        assertErrorBody({ ...received[2], json: JSON.parse(received[2].body) }, status, code);
+      });
+    }
+
+    test('behind a write: its committed answer is read, not the parser\'s 400 in its place', async () => {
+      const token = h.demo!.universities[0].write_token;
+      const [{ name: cohort }] = (await h.get('/v1/cohorts?select=name&limit=1', token)).json;
+      const email = `pipelined.${randomBytes(4).toString('hex')}@example.edu`;
+      const body = JSON.stringify({ students: [{ email, first_name: 'Pipe', last_name: 'Lined', cohort_name: cohort, is_alumni: false }] });
+      const put = `PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      const received = responsesIn((await raw(port, [`${put}FOO / HTTP/1.1\r\nHost: x\r\n\r\n`])).text);
+      assert.deepEqual(received.map((r) => r.status), [200, 400]);
+      assert.equal(JSON.parse(received[0].body).results[0].status, 'created');
+      assert.equal((await h.get(`/v1/students?select=email&email=eq.${email}`, token)).json.length, 1);
+    });
   });
 
   test('a body that trickles in is cut at the request timeout with 408', async () => {

@@ -44,11 +44,41 @@ function parserErrorToApiError(error: NodeJS.ErrnoException): ApiError {
 /** Writes the answer and closes the connection once the client had time to read it. */
 function writeRaw(socket: Socket, answer: ApiError): void {
   const body = JSON.stringify(answer.toBody());
+  const headers = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   socket.end(`HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n`
-    + `Content-Type: ${JSON_CONTENT_TYPE}\r\n`
+    + `Content-Type: ${JSON_CONTENT_TYPE}\r\n${headers}`
     + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   // Closing at once with unread input would reset the connection and lose the answer.
   setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
+}
+
+/** Per socket, the responses not yet finished, by their requests (pipelined requests are answered in order). */
+const openExchanges = new WeakMap<Socket, Map<IncomingMessage, ServerResponse>>();
+
+function trackExchange(request: IncomingMessage, response: ServerResponse): void {
+  let open = openExchanges.get(request.socket);
+  if (!open) openExchanges.set(request.socket, open = new Map());
+  open.set(request, response);
+  response.once('close', () => open.delete(request));
+}
+
+/**
+ * Answers raw, after the responses still being given on the socket to requests received whole,
+ * so that a pipelining client reads each answer where it belongs. Written at once, a parser's
+ * 400 for a later request took the place of an earlier one's answer (a PUT that had committed)
+ * or was spliced into a page being streamed. A request whose body was still arriving is the
+ * one answered: its own handler never gets the rest of it.
+ */
+export function answerRaw(socket: Socket, answer: ApiError): void {
+  const pending = [...(openExchanges.get(socket) ?? [])].filter(([request]) => request.complete).map(([, response]) => response);
+  if (pending.length > 0) {
+    let left = pending.length;
+    for (const response of pending) response.once('close', () => { if (--left === 0) answerRaw(socket, answer); });
+  } else if (socket.writable) {
+    writeRaw(socket, answer);
+  } else {
+    socket.destroy();
+  }
 }
 
 /** Node's parser rejected the bytes: there is no request object, so the answer is written raw. */
@@ -58,8 +88,7 @@ function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, 
   this.log.info({ code: answer.code, parserError: error.code }, 'client error');
   // Input still arriving is read and dropped until the socket closes.
   socket.resume();
-  if (socket.writable) writeRaw(socket, answer);
-  else socket.destroy();
+  answerRaw(socket, answer);
 }
 
 /** Errors Fastify raises before routing, e.g. a path whose percent-encoding is not UTF-8. */
@@ -88,8 +117,9 @@ export const edgeOptions = {
 export const edge = fp(async (app: FastifyInstance) => {
   // Node answers an Expect other than 100-continue itself, with an empty 417, unless asked here.
   app.server.on('checkExpectation', (request: IncomingMessage) => {
-    writeRaw(request.socket, apiError('EXPECTATION_FAILED', String(request.headers.expect)));
+    answerRaw(request.socket, apiError('EXPECTATION_FAILED', String(request.headers.expect)));
   });
+  app.server.on('request', trackExchange);
   // While closing, a further request on a keep-alive connection that has been answered before
   // gets 503 (Fastify's own has another body shape); the first request of a connection accepted
   // before the close is served, however late it reaches the router.
@@ -106,7 +136,7 @@ export const edge = fp(async (app: FastifyInstance) => {
   app.server.on('timeout', (socket: Socket) => {
     const last = lastExchanges.get(socket);
     const bodyStalled = last !== undefined && !last.request.complete && !last.response.headersSent && socket.writable;
-    if (bodyStalled) writeRaw(socket, apiError('REQUEST_TIMEOUT'));
+    if (bodyStalled) answerRaw(socket, apiError('REQUEST_TIMEOUT'));
     else socket.destroy();
   });
   app.addHook('onRequest', async (request, reply) => {

@@ -50,8 +50,7 @@ function clientErrorToApiError(error: FastifyError): ApiError | null {
 }
 
 /** The answer for a path no route serves. */
-export const endpointNotFound = (request: FastifyRequest) =>
-  apiError('NOT_FOUND', `No endpoint at ${request.method} ${request.url.split('?')[0]}.`);
+export const endpointNotFound = (method: string, url: string) => apiError('NOT_FOUND', `No endpoint at ${method} ${url.split('?')[0]}.`);
 
 /** The error and not-found handlers of the whole app (fastify-plugin, so they are the root's). */
 export const errorHandling = fp(async (app: FastifyInstance) => {
@@ -73,6 +72,6 @@ export const errorHandling = fp(async (app: FastifyInstance) => {
   });
   app.setNotFoundHandler((request, reply) => {
     notesOf(request).errorCode = 'NOT_FOUND';
-    reply.code(404).type(JSON_CONTENT_TYPE).send(endpointNotFound(request).toBody());
+    reply.code(404).type(JSON_CONTENT_TYPE).send(endpointNotFound(request.method, request.url).toBody());
   });
 }, { name: 'error-handling' });

@@ -11,10 +11,13 @@
  * have run. Everywhere else (the probes, /metrics, /docs, /v1/openapi.json, the operator API)
  * the root's onRequest hook answers at once.
  */
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { type ApiError, apiError } from '../errors.ts';
+import { answerRaw } from './edge.ts';
 import { endpointNotFound } from './errors.ts';
 
 declare module 'fastify' {
@@ -88,9 +91,9 @@ class RoutedMethods {
   }
 }
 
-function methodNotAllowed(request: FastifyRequest, allow: readonly string[]): ApiError {
+function methodNotAllowed(method: string, allow: readonly string[]): ApiError {
   const listed = allow.join(', ');
-  return apiError('METHOD_NOT_ALLOWED', request.method, listed).withHeaders({ allow: listed });
+  return apiError('METHOD_NOT_ALLOWED', method, listed).withHeaders({ allow: listed });
 }
 
 /**
@@ -104,14 +107,25 @@ export const methodRouting = fp(async (app: FastifyInstance) => {
   app.addHook('onRoute', function copyRoute(this: FastifyInstance, route) {
     routed.add(route, this);
   });
+  // Node hands a CONNECT to no route but to this event, with the bare socket, and left alone
+  // closed it unanswered: the service is no proxy, and a path it serves answers 405 with its
+  // methods, as for any method it lacks.
+  app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
+    socket.resume();
+    const target = request.url ?? '';
+    const { allow } = target.startsWith('/') ? routed.of(target) : { allow: [] };
+    const answer = allow.length > 0 ? methodNotAllowed('CONNECT', allow) : endpointNotFound('CONNECT', target);
+    app.log.info({ code: answer.code, method: 'CONNECT' }, 'client error');
+    answerRaw(socket, answer);
+  });
   app.addHook('onRequest', async (request) => {
     if (routed.serves(request.method, request.url)) return;
     const onFallback = request.routeOptions.config.methodFallback === true;
     const path = routed.of(request.url);
     if (onFallback && path.refusedByFallback) return;
-    if (path.allow.length > 0) throw methodNotAllowed(request, path.allow);
+    if (path.allow.length > 0) throw methodNotAllowed(request.method, path.allow);
     // A path no route serves is 404 before its body is read: a broken body there is not the news.
-    if (!onFallback) throw endpointNotFound(request);
+    if (!onFallback) throw endpointNotFound(request.method, request.url);
   });
 }, { name: 'method-routing' });
 
@@ -129,7 +143,7 @@ export const methodFallback = fp(async (app: FastifyInstance, options: {
   for (const { url, notFound } of options.fallbacks) {
     const refuse = async (request: FastifyRequest): Promise<never> => {
       const { allow } = app.routedMethods.of(request.url);
-      throw allow.length > 0 ? methodNotAllowed(request, allow) : notFound(request);
+      throw allow.length > 0 ? methodNotAllowed(request.method, allow) : notFound(request);
     };
     app.route({ method: app.supportedMethods, url, config: { methodFallback: true }, onRequest: refuse, handler: refuse });
   }
