@@ -184,6 +184,17 @@ for (const backend of storeBackends()) {
         assert.equal((await h.sql('select 1 from students where email = $1', [row.email as string])).length, 1);
       });
 
+      test('a dry run in any form RFC 7240 allows is a dry run: names in any case, spaces around =, a quoted value, parameters', async () => {
+        for (const prefer of ['tx = rollback', 'TX=rollback', 'tx="rollback"', 'tx=rollback; foo=1', 'Tx=ROLLBACK', 'tx=rollback ,handling=lenient']) {
+          const row = student();
+          const res = await send('PUT', 'students', [row], prefer);
+          assert.equal(res.status, 200, res.body);
+          assert.match(String(res.headers['preference-applied']), /^tx=rollback\b/, prefer);
+          assert.equal(res.json.counts.created, 1, prefer);
+          assert.deepEqual(await h.sql('select 1 from students where email = $1', [row.email as string]), [], `${prefer} wrote`);
+        }
+      });
+
       test('handling=strict with an unknown preference: 400 PGRST122, nothing written', async () => {
         const row = student();
         const res = await send('PUT', 'students', [row], 'handling=strict, tx=later');

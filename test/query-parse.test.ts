@@ -187,6 +187,14 @@ describe('request-level parameters', () => {
     assertApiError(() => parse('', { prefer: 'handling=strict, timezone=Mars/Base' }), 400, 'PGRST122');
     assertApiError(() => parse('', { prefer: 'handling=strict, timezone=Europe/Paris' }), 400, 'PGRST122');
   });
+  test('Prefer as RFC 7240 writes it: names in any case, spaces around =, quoted values, parameters dropped, commas inside quotes kept', () => {
+    for (const prefer of ['COUNT=exact', 'count = exact', 'count="exact"', 'count=exact; x=1', 'count=EXACT']) {
+      assert.equal(parse('', { prefer }).count, 'exact', prefer);
+    }
+    assert.deepEqual(parse('', { prefer: 'x="a,b", count=planned' }).preferenceApplied, ['count=planned']);
+    assert.throws(() => parse('', { prefer: 'Handling = strict, Foo="a, b"' }),
+      (error: unknown) => error instanceof ApiError && error.code === 'PGRST122' && error.details === 'Invalid preferences: Foo="a, b"');
+  });
   test('a query string over the cap is refused with 414', () => {
     assertApiError(() => parse(`id=in.(${'1,'.repeat(9000)}1)`), 414, 'URI_TOO_LONG');
   });

@@ -34,22 +34,65 @@ const WRITE_APPLIES = new RegExp(`^(tx=(commit|rollback)|handling=(strict|lenien
 const isCountPreference = (value: string | undefined): value is CountPreference => value !== undefined && countValues.has(value);
 const isTransactionEnd = (value: string | undefined): value is TransactionEnd => value !== undefined && transactionEnds.has(value);
 
+/** The preferences whose values this service enumerates: compared case-insensitively, as their names are. */
+const ENUMERATED = new Set(['tx', 'count', 'handling']);
+
+/** One preference: its name and value as compared (`name=value`, or the name alone), and as it was sent. */
+interface Preference {
+  readonly name: string;
+  readonly canonical: string;
+  readonly sent: string;
+}
+
+/** Splits at each `separator` outside a quoted string (a `\` escaping the character after it). */
+function splitOutsideQuotes(text: string, separator: string): string[] {
+  const parts: string[] = [];
+  let start = 0;
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    if (quoted && text[i] === '\\') i++;
+    else if (text[i] === '"') quoted = !quoted;
+    else if (!quoted && text[i] === separator) {
+      parts.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  return [...parts, text.slice(start)];
+}
+
 /**
- * RFC 7240 style: comma-separated tokens over any number of headers; the first of each name wins.
- * Returns each preference's first value and the `handling` echo, or PGRST122 under strict handling
- * when a preference is not one the request `applies`.
+ * The preferences of the Prefer headers as RFC 7240 writes them: comma-separated over any number
+ * of headers, each `name[=value]` with optional whitespace around `=`, a value a token or a
+ * quoted string, then `;`-parameters, which no preference here takes and which are dropped.
+ * Names compare case-insensitively (RFC 7240, section 2). Read as literal text, `tx = rollback`,
+ * `TX=rollback` or `tx="rollback"` was no preference at all, and the dry run committed.
+ */
+function splitPreferences(headers: string | readonly string[] | undefined): Preference[] {
+  return (typeof headers === 'string' ? [headers] : headers ?? [])
+    .flatMap((header) => splitOutsideQuotes(header, ','))
+    .map((element) => element.trim())
+    .filter(Boolean)
+    .map((sent) => {
+      const [head] = splitOutsideQuotes(sent, ';');
+      const equals = head.indexOf('=');
+      const name = (equals < 0 ? head : head.slice(0, equals)).trim().toLowerCase();
+      if (equals < 0) return { name, canonical: name, sent };
+      let value = head.slice(equals + 1).trim();
+      if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1).replace(/\\(.)/g, '$1');
+      return { name, canonical: `${name}=${ENUMERATED.has(name) ? value.toLowerCase() : value}`, sent };
+    });
+}
+
+/**
+ * The first value of each preference name and the `handling` echo, or PGRST122 under strict
+ * handling when a preference is not one the request `applies`.
  */
 function readPreferences(headers: string | readonly string[] | undefined, applies: RegExp): { first: Map<string, string>; handlingApplied: string | null; timezoneApplied: string | null } {
-  const tokens = (typeof headers === 'string' ? [headers] : headers ?? [])
-    .flatMap((h) => h.split(','))
-    .map((t) => t.trim())
-    .filter(Boolean);
   const first = new Map<string, string>();
   const invalid: string[] = [];
-  for (const token of tokens) {
-    if (!applies.test(token)) invalid.push(token);
-    const [name, value = ''] = token.split('=', 2);
-    if (!first.has(name)) first.set(name, value);
+  for (const { name, canonical, sent } of splitPreferences(headers)) {
+    if (!applies.test(canonical)) invalid.push(sent);
+    if (!first.has(name)) first.set(name, canonical.slice(name.length + 1));
   }
   const handling = first.get('handling');
   if (handling === 'strict' && invalid.length > 0) {
