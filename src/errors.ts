@@ -212,8 +212,12 @@ export const ERRORS = {
     text: (problem: string) => ({ message: `The request is invalid: ${problem}.` }),
   }),
   UNSUPPORTED_MEDIA_TYPE: define({
-    status: 415, when: 'A body (a write, or an operator request) not sent as application/json.',
-    text: () => ({ message: 'Send the body as JSON with Content-Type: application/json.' }),
+    status: 415, when: 'A body (a write, or an operator request) not sent as application/json, or sent compressed (a Content-Encoding).',
+    text: (contentEncoding: string | null = null) => ({
+      message: contentEncoding === null
+        ? 'Send the body as JSON with Content-Type: application/json.'
+        : `The body is sent with Content-Encoding: ${contentEncoding}, which the service does not decode; send it uncompressed, without the header.`,
+    }),
   }),
   PAYLOAD_TOO_LARGE: define({
     status: 413, when: `A body over ${LIMITS.bodyBytes / 1024 / 1024} MiB; nothing is written.`,

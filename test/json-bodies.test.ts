@@ -4,6 +4,7 @@
  * Content-Type on a route that reads none is no body; any other Content-Type with a body is 415.
  */
 import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { ApiError } from '../src/errors.ts';
 import { parseJsonBody } from '../src/http/json-bodies.ts';
@@ -161,5 +162,21 @@ describe('bodies over HTTP', () => {
     // Refused before it is read: a body over the size limit is 415, not 413.
     const huge = await h.request({ method: 'POST', url: '/admin/v1/consortia', headers: { ...admin, 'content-type': 'text/plain' }, payload: Buffer.alloc(LIMITS.bodyBytes + 1, 32) });
     assert.deepEqual([huge.status, huge.json.code, huge.headers.connection], [415, 'UNSUPPORTED_MEDIA_TYPE', 'close']);
+  });
+
+  test('a compressed body is 415, which says so, and nothing is written: the service decodes no Content-Encoding', async () => {
+    const [{ name: cohort }] = await h.sql<{ name: string }>('select name from cohorts where university_id = $1 limit 1', [university.id]);
+    const batch = JSON.stringify({ students: [{ email: 'gzip.1@example.edu', first_name: 'G', last_name: 'Zip', cohort_name: cohort, is_alumni: false }] });
+    const headers = (encoding: string) => ({ authorization: `Bearer ${university.write_token}`, 'content-type': 'application/json', 'content-encoding': encoding });
+    // Gzipped, it was refused as not UTF-8; plain but labelled, it was written.
+    for (const [encoding, payload] of [['gzip', gzipSync(batch)], ['br', Buffer.from(batch)], ['GZIP', Buffer.from(batch)]] as const) {
+      const response = await h.request({ method: 'PUT', url: '/v1/students', headers: headers(encoding), payload });
+      assert.equal(response.status, 415, `${encoding}: ${response.body}`);
+      assert.equal(response.json.code, 'UNSUPPORTED_MEDIA_TYPE');
+      assert.match(response.json.message, new RegExp(`Content-Encoding: ${encoding}, which the service does not decode`));
+    }
+    assert.deepEqual(await h.sql("select id from students where email = 'gzip.1@example.edu'"), []);
+    const identity = await h.request({ method: 'PUT', url: '/v1/students', headers: headers('identity'), payload: Buffer.from(batch) });
+    assert.equal(identity.status, 200, identity.body);
   });
 });

@@ -70,8 +70,12 @@ function decodeJsonBody(bytes: Uint8Array): string {
 export const jsonBodies = fp(async (app: FastifyInstance) => {
   app.removeAllContentTypeParsers();
   // A route that needs a body refuses no body in its own words.
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, bytes, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
     try {
+      // Compressed bodies are not decoded: a gzipped batch was refused as "not valid UTF-8", and a
+      // plain one labelled gzip was written (RFC 9110, section 8.4: 415).
+      const contentEncoding = request.headers['content-encoding']?.trim();
+      if (contentEncoding && contentEncoding.toLowerCase() !== 'identity') throw apiError('UNSUPPORTED_MEDIA_TYPE', contentEncoding);
       const text = decodeJsonBody(bytes as Buffer);
       done(null, isEmpty(text) ? undefined : parseJsonBody(text));
     } catch (error) {
