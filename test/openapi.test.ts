@@ -185,6 +185,47 @@ describe('the OpenAPI description', () => {
     assert.ok(resolve(doc.paths['/students'].get.responses['503'].$ref).headers['Retry-After']);
   });
 
+  test('every example a read\'s parameter gives works on that read, as a "Try it out" page sends it: the shared ones named students\' columns', async () => {
+    const token = h.demo!.universities[0].read_token;
+    const parameter = (p: any) => (p.$ref ? resolve(p.$ref) : p);
+    let tried = 0;
+    for (const resource of resources) {
+      for (const { name, in: where, example } of doc.paths[`/${resource.name}`].get.parameters.map(parameter)) {
+        if (example === undefined) continue;
+        const response = where === 'query'
+          ? await h.get(`/v1/${resource.name}?${new URLSearchParams({ [name]: String(example) })}`, token)
+          : await h.get(`/v1/${resource.name}`, token, { [name.toLowerCase()]: String(example) });
+        assert.ok(response.status < 300, `${resource.name} ${name}=${example}: ${response.status} ${response.body}`);
+        tried++;
+      }
+    }
+    assert.ok(tried >= resources.length * 2, `${tried} examples`);
+  });
+
+  test('every enum and const names its type, which generators need to type it (openapi-zod-client made them unknown)', () => {
+    const untyped: string[] = [];
+    const walk = (node: unknown, path: string) => {
+      if (node === null || typeof node !== 'object') return;
+      const schema = node as Record<string, unknown>;
+      if (('enum' in schema || 'const' in schema) && !('type' in schema) && !path.endsWith('/properties')) untyped.push(path);
+      for (const [key, child] of Object.entries(schema)) walk(child, `${path}/${key}`);
+    };
+    walk(doc, '#');
+    assert.deepEqual(untyped, []);
+  });
+
+  test('an email takes the addresses the service takes: idn-email, Unicode included (format email refused josé@…)', () => {
+    const formats = new Set<string>();
+    const walk = (node: unknown) => {
+      if (node === null || typeof node !== 'object') return;
+      const { format } = node as { format?: unknown };
+      if (typeof format === 'string') formats.add(format);
+      for (const child of Object.values(node)) walk(child);
+    };
+    walk(doc.components.schemas);
+    assert.ok(formats.has('idn-email') && !formats.has('email'), [...formats].join(', '));
+  });
+
   test('batch bodies: a create row requires the create fields, a patch row its key alone, a cohort upsert row its key (the create fields on create only), and none closes its keys', () => {
     const rowOf = (resource: string, method: string) => {
       const envelope = resolve(doc.paths[`/${resource}`][method].requestBody.content['application/json'].schema.$ref);

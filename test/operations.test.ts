@@ -155,6 +155,12 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
       assert.equal(res.status, 503);
       assert.equal(res.json.code, 'QUERY_TIMEOUT');
       assert.ok(res.headers['retry-after']);
+      // Every header it carries is one the description gives its 503 (the rate limit's were not).
+      const doc = (await h.get('/v1/openapi.json', null)).json;
+      const documented = Object.keys(doc.components.responses[doc.paths['/resumes'].get.responses['503'].$ref.split('/').pop()].headers).map((name) => name.toLowerCase());
+      const carried = ['retry-after', 'x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'].filter((name) => res.headers[name] !== undefined);
+      assert.equal(carried.length, 5);
+      assert.deepEqual(carried.filter((name) => !documented.includes(name)), []);
     } finally {
       await h.close();
     }

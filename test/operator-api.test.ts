@@ -212,6 +212,15 @@ for (const backend of storeBackends()) {
         assert.ok(everyPage.items.every((a) => a.kind !== 'student'));
       });
 
+      test('an account\'s address is held to the partners\' rule: Unicode is taken, a double dot or an invisible character refused', async () => {
+        const university = (await h.admin('POST', '/universities', { name: unique('Address University') })).json;
+        const taken = await h.admin('POST', '/accounts', { email: `josé.${backend}@example.edu`, kind: 'staff', university_id: university.id });
+        assert.equal(taken.status, 201, JSON.stringify(taken.json));
+        for (const refused of [`a..b.${backend}@example.edu`, `zero\u200bwidth.${backend}@example.edu`, `x.${backend}@-example.edu`]) {
+          expectError(await h.admin('POST', '/accounts', { email: refused, kind: 'staff', university_id: university.id }), 400, 'INVALID_BODY', /email/);
+        }
+      });
+
       test('tokens: scope with its name, filters by university, consortium and active; never the secret or its hash', async () => {
         const university = (await h.admin('POST', '/universities', { name: unique('Token University') })).json;
         const active = (await h.admin('POST', '/tokens', { university_id: university.id, can_write: true, label: 'sync' })).json;

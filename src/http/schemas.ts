@@ -27,4 +27,4 @@ export const uuid = Type.String({ format: 'uuid' });
 export const timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 with an explicit offset.' });
 
 /** What a token is scoped to: one university or one consortium. */
-export const tokenScope = Type.Object({ kind: Type.Enum(['university', 'consortium']), id: uuid, name: Type.String() });
+export const tokenScope = Type.Object({ kind: Type.Enum(['university', 'consortium'], { type: 'string' }), id: uuid, name: Type.String() });

@@ -11,6 +11,7 @@ import { Ajv, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import { isIsoDate } from '../writes/field-checks.ts';
+import { isEmailAddress } from '../writes/student-rows.ts';
 
 /** Fastify's own defaults (@fastify/ajv-compiler), but these two. */
 const COMMON: Options = { useDefaults: true, removeAdditional: false, addUsedSchema: false, allErrors: false };
@@ -21,6 +22,8 @@ function compilerOf(options: Options): Ajv {
   addFormats.default(ajv);
   // A date as the partners' rows take one: ajv-formats' took year 0000, which PostgreSQL refuses (22008).
   ajv.addFormat('date', isIsoDate);
+  // An address as the partners' rows take one (Unicode included, as RFC 6531's idn-email).
+  ajv.addFormat('idn-email', isEmailAddress);
   return ajv;
 }
 

@@ -16,7 +16,7 @@ const KIND_SCHEMAS: Record<FieldKind, (field: WriteField) => JsonSchema> = {
   // No text field or list entry is blank, as the row rules say: a blank required one is missing,
   // a blank optional one or entry refused (null clears a field).
   text: (field) => ({ ...singleLine(field), pattern: NAME_PATTERN }),
-  email: (field) => ({ type: 'string', format: 'email', maxLength: field.maxLength }),
+  email: (field) => ({ type: 'string', format: 'idn-email', maxLength: field.maxLength }),
   phone: (field) => ({ type: 'string', maxLength: field.maxLength }),
   date: () => ({ type: 'string', format: 'date' }),
   boolean: () => ({ type: 'boolean' }),

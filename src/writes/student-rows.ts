@@ -31,6 +31,17 @@ function isAddress(email: string): boolean {
   const labels = email.slice(at + 1).split('.');
   return words.every((word) => word !== '') && labels.every((label) => label !== '' && !label.startsWith('-') && !label.endsWith('-'));
 }
+
+/**
+ * Whether a sent address is one the service takes (else INVALID_EMAIL): the partners' rows and
+ * the operator API (the `idn-email` format, src/http/validation.ts) hold addresses to one rule.
+ * The length is the key's, as stored: `İ` lower-cases to two characters, and an address read
+ * back from the service must be one it takes as a key (240 of them were stored as 480).
+ */
+export function isEmailAddress(sent: string): boolean {
+  const email = emailKey(sent);
+  return !longerThan(email, STUDENT_SHAPE.fields.email.maxLength) && isAddress(email) && !hasRefusedCharacter(sent) && !INVISIBLE.test(email);
+}
 const E164 = /^\+[1-9]\d{1,14}$/;
 const NOT_AN_ADDRESS = 'email is not a valid address.';
 
@@ -166,12 +177,8 @@ export function validateStudentRow(raw: unknown, index: number, mode: WriteMode)
     return rejectedRow('INVALID_EMAIL', row.email === undefined ? 'email is required.' : NOT_AN_ADDRESS, null);
   }
   const sentEmail = row.email;
-  // The length is the key's, as stored: `İ` lower-cases to two characters, and an address read
-  // back from the service must be one it takes as a key (240 of them were stored as 480).
+  if (!isEmailAddress(sentEmail)) return rejectedRow('INVALID_EMAIL', NOT_AN_ADDRESS, sentEmail);
   const email = emailKey(sentEmail);
-  if (longerThan(email, STUDENT_SHAPE.fields.email.maxLength) || !isAddress(email) || hasRefusedCharacter(sentEmail) || INVISIBLE.test(email)) {
-    return rejectedRow('INVALID_EMAIL', NOT_AN_ADDRESS, sentEmail);
-  }
   const creating = createFieldsRequired(STUDENT_SHAPE, mode);
   const problem = kindsProblem(row, creating) ?? requiredProblem(row, creating);
   if (problem) return rejectedRow(problem.code, problem.message, sentEmail);

@@ -9,7 +9,7 @@ import { nullable, uuid } from '../schemas.ts';
 export const name = Type.String({ maxLength: MAX_NAME_LENGTH, pattern: NAME_PATTERN });
 /** Never blank, as a partner's optional text is not: null leaves it empty (a blank `short_name` was stored as ""). */
 export const optionalText = Type.Optional(nullable(name));
-export const email = Type.String({ format: 'email', maxLength: MAX_EMAIL_LENGTH });
+export const email = Type.String({ format: 'idn-email', maxLength: MAX_EMAIL_LENGTH });
 export const date = Type.String({ format: 'date' });
 export const idParams = Type.Object({ id: uuid });
 

@@ -68,7 +68,7 @@ function batchSchemas(resource: WritableResource): Record<string, JsonSchema> {
       required: [shape.key, 'status', 'code', 'message'],
       properties: {
         [shape.key]: { type: ['string', 'null'], description: `The \`${shape.key}\` as sent; null when the row carried none (or not a string).` },
-        status: { const: 'rejected' },
+        status: { type: 'string', const: 'rejected' },
         code: {
           type: 'string',
           enum: Object.keys(codes),

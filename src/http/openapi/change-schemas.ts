@@ -23,9 +23,9 @@ function entrySchema(resource: FeedResource): JsonSchema {
     required: ['resource', 'id', 'change', 'row'],
     additionalProperties: false,
     properties: {
-      resource: { const: resource },
+      resource: { type: 'string', const: resource },
       id: uuid,
-      change: { enum: ['created', 'updated'], description: '`created`: the row did not exist at the cursor; `updated`: it did.' },
+      change: { type: 'string', enum: ['created', 'updated'], description: '`created`: the row did not exist at the cursor; `updated`: it did.' },
       // A feed sends whole rows: every column is there, though a read's row schema requires none.
       row: { allOf: [schemaRef(rowSchemaName(read)), { type: 'object', required: read.columns.map((c) => c.name) }] },
     },
@@ -38,7 +38,7 @@ function tombstoneSchema(resources: readonly FeedResource[]): JsonSchema {
     description: 'A row erased since the cursor: its id and nothing else. Delete it from your copy.',
     required: ['resource', 'id', 'change'],
     additionalProperties: false,
-    properties: { resource: { enum: [...resources] }, id: uuid, change: { const: 'erased' } },
+    properties: { resource: { type: 'string', enum: [...resources] }, id: uuid, change: { type: 'string', const: 'erased' } },
   };
 }
 

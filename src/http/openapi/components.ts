@@ -120,19 +120,20 @@ export const filterParameter = (column: Column): OpenAPIV3_1.ParameterObject => 
 const logicTree = (name: string, meaning: string): OpenAPIV3_1.ParameterObject => ({
   name,
   in: 'query',
-  description: `${meaning}: \`(<condition>,…)\`, each \`<column>.<operator>.<value>\` or a nested \`and(…)\`, \`or(…)\`, \`not.and(…)\` or \`not.or(…)\`.`,
+  description: `${meaning}: \`(<condition>,…)\`, each \`<column>.<operator>.<value>\` or a nested \`and(…)\`, \`or(…)\`, \`not.and(…)\` or \`not.or(…)\`; `
+    + 'on students, say, `(email.eq.ada@example.edu,last_name.ilike.*son*)`.',
   schema: { type: 'string', pattern: '^\\(.*\\)$' },
-  example: '(email.eq.ada@example.edu,last_name.ilike.*son*)',
 });
 
 export const PARAMETERS = {
   select: {
-    name: 'select', in: 'query', schema: { type: 'string' }, example: 'id,email,surname:last_name',
-    description: `Columns to return, at most ${LIMITS.maxSelectItems} items: \`column\`, \`alias:column\`, JSON paths (\`sections->0->>title\`) and casts (\`column::text\`).`,
+    name: 'select', in: 'query', schema: { type: 'string' },
+    description: `Columns to return, at most ${LIMITS.maxSelectItems} items: \`column\`, \`alias:column\`, JSON paths (\`sections->0->>title\`) and casts (\`column::text\`); `
+      + 'on students, say, `id,email,surname:last_name`. A cast column is sent in the type cast to, not in the row schema\'s.',
   },
   order: {
-    name: 'order', in: 'query', schema: { type: 'string' }, example: 'last_name.asc,id.desc.nullslast',
-    description: `Sort terms, at most ${LIMITS.maxOrderTerms}: \`column\`, \`.asc\` or \`.desc\`, then \`.nullsfirst\` or \`.nullslast\`.`,
+    name: 'order', in: 'query', schema: { type: 'string' },
+    description: `Sort terms, at most ${LIMITS.maxOrderTerms}: \`column\`, \`.asc\` or \`.desc\`, then \`.nullsfirst\` or \`.nullslast\`; on students, say, \`last_name.asc,id.desc.nullslast\`.`,
   },
   limit: {
     name: 'limit', in: 'query', schema: { type: 'integer', minimum: 0 },

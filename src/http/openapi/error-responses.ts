@@ -44,11 +44,11 @@ const RAISED_ERROR_HEADERS: Readonly<Partial<Record<number, readonly HeaderName[
 
 /**
  * The statuses whose answers carry the headers of a rate limit. Every answer to a valid partner
- * token carries the limit that counted it (src/http/app.ts), a 401 the failed authentications'
- * (src/http/auth.ts); the readiness probe's 503 and the edge's refusals (a path segment too long
- * for the router among them) come before any count.
+ * token carries the limit that counted it (src/http/app.ts), a 503 of the store's too, a 401 the
+ * failed authentications' (src/http/auth.ts); the readiness probe's 503 and the edge's refusals
+ * (a path segment too long for the router among them) come before any count, and go without.
  */
-const COUNTED_STATUSES: ReadonlySet<number> = new Set([400, 401, 403, 404, 406, 409, 413, 414, 415, 416, 422, 429]);
+const COUNTED_STATUSES: ReadonlySet<number> = new Set([400, 401, 403, 404, 406, 409, 413, 414, 415, 416, 422, 429, 503]);
 
 const headerNamed = new Map(Object.keys(HEADERS).map((name) => [name.toLowerCase(), name as HeaderName]));
 
@@ -90,7 +90,8 @@ const REFUSALS: readonly ErrorCode[] = ['BAD_REQUEST', 'REQUEST_TIMEOUT', 'EXPEC
 export const REFUSED_REQUEST: OpenAPIV3_1.ResponseObject = {
   description: ['A request the service refuses whatever its path, or a method the path does not serve.',
     ...REFUSALS.map((code) => `\`${code}\` (${ERRORS[code].status}): ${ERRORS[code].when}`)].join('\n\n'),
-  headers: headerRefs(['Allow']),
+  // A method refused on a partner path is counted, after the token check (src/http/methods.ts).
+  headers: headerRefs(['Allow', ...RATE_LIMIT_HEADER_NAMES, RESPONSE_HEADERS.requestId]),
   content: { 'application/json': { schema: schemaRef('Error') } },
 };
 

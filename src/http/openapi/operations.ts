@@ -219,7 +219,7 @@ function changesOperation(feed: Feed): DocumentedOperation {
   };
 }
 
-const statusBody = (status: string): JsonSchema => ({ type: 'object', required: ['status'], properties: { status: { const: status } } });
+const statusBody = (status: string): JsonSchema => ({ type: 'object', required: ['status'], properties: { status: { type: 'string', const: status } } });
 
 /** The probes (served at the root, without a token) and this description. */
 const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
