@@ -254,6 +254,22 @@ for (const backend of backends()) {
         assert.equal((await h.get('/v1/students?select=id', again.json.consortium.read_token)).json.length, 12);
       });
 
+      test('every uuid of the demo data is RFC 9562\'s (a version and the variant), which strict validators such as zod 4\'s z.uuid() ask for', async () => {
+        const demo = await h.admin('POST', '/demo', { students: 12, seed: 9 });
+        const uuidShaped = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+        const rfc9562 = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+        let seen = 0;
+        for (const resource of resources) {
+          const rows = (await h.get(`/v1/${resource.name}?limit=10000`, demo.json.consortium.read_token)).json as Record<string, unknown>[];
+          for (const value of rows.flatMap((row) => Object.values(row)).flat()) {
+            if (typeof value !== 'string' || !uuidShaped.test(value)) continue;
+            assert.match(value, rfc9562, resource.name);
+            seen++;
+          }
+        }
+        assert.ok(seen > 100, `${seen} uuids`);
+      });
+
       test('two first demo calls for one seed at once: one loads it (201), the other answers the same data set (200)', async () => {
         const both = await Promise.all([h.admin('POST', '/demo', { students: 6, seed: 8 }), h.admin('POST', '/demo', { students: 6, seed: 8 })]);
         assert.deepEqual(both.map((r) => r.status).sort(), [200, 201], both.map((r) => r.body).join('\n'));

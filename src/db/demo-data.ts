@@ -15,8 +15,14 @@ import type { Queryable } from './store.ts';
 export const DEMO_DEFAULTS = { students: 300, seed: 42 } as const;
 export const DEMO_MAX_STUDENTS = 200_000;
 
+/**
+ * A deterministic uuid from the md5 of a text: RFC 9562's version 8 (custom) and its variant, so
+ * that strict validators take it (zod 4's `z.uuid()` refused md5's bare hex, so every demo row).
+ */
+const uuidFromMd5 = (text: string) => `overlay(overlay(md5(${text}) placing '8' from 13) placing '8' from 17)::uuid`;
+
 /** A deterministic uuid and a deterministic integer in [0, 2^28) from a text key. */
-const uuidOf = (key: string) => `md5($1::text || ':' || ${key})::uuid`;
+const uuidOf = (key: string) => uuidFromMd5(`$1::text || ':' || ${key}`);
 const pick = (key: string) => `(('x' || substr(md5($1::text || ':' || ${key}), 1, 7))::bit(28)::integer)`;
 
 const FIRST_NAMES = ['Ava', 'Liam', 'Noah', 'Emma', 'Olivia', 'Mateo', 'Amara', 'Kenji', 'Priya', 'Sofia', 'Lucas', 'Zara',
@@ -60,7 +66,7 @@ const STUDENT_CREATED_FROM = `timestamptz '2024-01-01 00:00:00+00'`;
 
 // Universities are numbered 0..3 in the order above; u(n) is the id of number n, and t is its
 // row of tenants.
-const u = (n: string) => `md5($1::text || ':u' || ((${n}) + 1))::uuid`;
+const u = (n: string) => uuidFromMd5(`$1::text || ':u' || ((${n}) + 1)`);
 const short = (n: string) => `(${arr(UNIVERSITIES.map((x) => x.short))})[(${n}) + 1]`;
 const TENANT = 't.university_id';
 const universities = `generate_series(0, ${UNIVERSITIES.length - 1}) un join tenants t on ${TENANT} = ${u('un')}`;
