@@ -217,15 +217,26 @@ function countSql(plan: ReadPlan, tenants: Tenants, params: Parameters, cap?: nu
 }
 
 /**
+ * Without a body (HEAD), the page's casts that can fail are still computed on every row (count()
+ * of each; an unreferenced column is not), so that HEAD answers the 4xx GET's body would: a
+ * `select=email::json` HEAD was 206 where its GET was 400.
+ */
+function castValuesSql(plan: ReadPlan): string {
+  const counted = plan.output.flatMap((output, i) => (castCanFail(output) ? [`count(c${i})`] : []));
+  return counted.length === 0 ? 'NULL::text' : `(${counted.join(' + ')})::text`;
+}
+
+/**
  * One statement for a page that is sent whole: the total (when an exact count is asked for),
- * the number of rows, and the body in the plan's media type, built by PostgreSQL. PostgREST's
- * shape. readWhole (src/query/execute.ts) reads the three columns by their place.
+ * the number of rows, and the body in the plan's media type, built by PostgreSQL (without one,
+ * the count of the values of its casts that can fail). PostgREST's shape. readWhole
+ * (src/query/execute.ts) reads the three columns by their place.
  */
 export function buildPageStatement(plan: ReadPlan, tenants: Tenants, options: { exactCount: boolean; body: boolean }): Statement {
   const params = new Parameters();
   const page = pageSql(plan, tenants, params);
   const total = options.exactCount ? `(${countSql(plan, tenants, params)})::text` : 'NULL::text';
-  const body = options.body ? BODY_RENDERERS[plan.mediaType].page(plan, params) : 'NULL::text';
+  const body = options.body ? BODY_RENDERERS[plan.mediaType].page(plan, params) : castValuesSql(plan);
   return {
     text: `WITH pds_page AS (${page}) SELECT ${total} AS total, count(*)::integer AS page_total, ${body} AS body FROM pds_page`,
     params: params.values,
