@@ -87,6 +87,10 @@ describe('logic trees', () => {
     assert.deepEqual(tree.children[1], { kind: 'filter', field: field('co_advisor_ids'), negated: false, operation: { kind: 'compare', op: 'cs', quantifier: null, value: '{a1}' } });
     assert.deepEqual(tree.children[2], parseLogicTree('or', false, '(id.not.in.(1,2))').children[0]);
     assertApiError(() => parseLogicTree('or', false, '(id=.eq.1)'), 400, 'PGRST100');
+    // A JSON key ends at `=`, as PostgREST's unquoted keys do: it took `0=eq` as the key.
+    const json = parseLogicTree('or', false, '(skills->>0=eq.Python,sections->>a=eq.eq.x)');
+    assert.deepEqual(json.children.map((child: any) => [child.field.jsonPath.map((step: any) => step.key), child.operation.op, child.operation.value]),
+      [[['0'], 'eq', 'Python'], [['a'], 'eq', 'eq.x']]);
   });
   test('an empty tree, an unquoted comma in a value and trailing text are parse errors', () => {
     assertApiError(() => parseLogicTree('or', false, '()'), 400, 'PGRST100');

@@ -93,7 +93,8 @@ export function readQuoted(c: Cursor): string {
   }
 }
 
-const jsonKeyStop = new Set(['(', ')', ':', '.', ',', '>']);
+/** What ends an unquoted JSON key; `=` too, which joins a tree's item to its operator (`skills->>0=eq.Python`). */
+const jsonKeyStop = new Set(['(', ')', ':', '.', ',', '>', '=']);
 
 export function readJsonPath(c: Cursor): JsonStep[] {
   const steps: JsonStep[] = [];
