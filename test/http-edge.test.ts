@@ -123,6 +123,7 @@ describe('answers below the routes have the documented error body', () => {
     test(name, async () => {
       const response = await raw(port, chunks);
       assertErrorBody(response, status, code);
+      assert.ok(Math.abs(Date.parse(response.headers.date) - Date.now()) < 60_000, `Date: ${response.headers.date}`);
     });
   }
 

@@ -45,7 +45,8 @@ function parserErrorToApiError(error: NodeJS.ErrnoException): ApiError {
 function writeRaw(socket: Socket, answer: ApiError): void {
   const body = JSON.stringify(answer.toBody());
   const headers = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
-  socket.end(`HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n`
+  // Date, as an origin server with a clock must send (RFC 9110, section 6.6.1).
+  socket.end(`HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nDate: ${new Date().toUTCString()}\r\n`
     + `Content-Type: ${JSON_CONTENT_TYPE}\r\n${headers}`
     + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   // Closing at once with unread input would reset the connection and lose the answer.
