@@ -135,7 +135,7 @@ describe('the OpenAPI description', () => {
     assert.ok(operations.every((op) => op.tags.every((tag: string) => tags.has(tag))));
   });
 
-  test('a named row schema per resource, the singular of its name: every column a property, none required (select narrows rows), nullability as a type list', () => {
+  test('a named row schema per resource, the singular of its name: every column a property, none required (select narrows rows), nullability as a type list or, for an enumeration, null as an alternative', () => {
     const rowNames = resources.map((resource) => doc.paths[`/${resource.name}`].get.responses['200'].content['application/json'].schema.items.$ref.split('/').pop());
     assert.deepEqual(rowNames, resources.map((resource) => ({
       students: 'Student', advisor_students: 'AdvisorStudent', cohorts: 'Cohort', campuses: 'Campus', resumes: 'Resume',
@@ -151,8 +151,10 @@ describe('the OpenAPI description', () => {
       assert.deepEqual(Object.keys(row.properties), resource.columns.map((c) => c.name));
       assert.match(row.description, /select/);
       for (const column of resource.columns.filter((c) => c.type !== 'jsonb')) {
-        const types = [row.properties[column.name].type].flat();
+        const property = row.properties[column.name];
+        const types = property.anyOf ? property.anyOf.flatMap((alternative: any) => [alternative.type].flat()) : [property.type].flat();
         assert.equal(types.includes('null'), column.nullable, `${resource.name}.${column.name}`);
+        assert.ok(!(property.enum ?? []).includes(null), `${resource.name}.${column.name}: null in an enumeration`);
         assert.equal(row.properties[column.name].nullable, undefined, 'no OpenAPI 3.0 nullable');
       }
     }

@@ -8,13 +8,16 @@ import { type Static, type TSchema, Type } from 'typebox';
 
 export type JsonSchema = OpenAPIV3_1.SchemaObject;
 
-/** The JSON Schema that also admits null: null joins its type list, or its enumeration's values. */
+/**
+ * The JSON Schema that also admits null: null joins its type list; an enumeration, or a schema
+ * without a type, is one alternative of two, null the other. openapi-zod-client turned an
+ * enumeration holding null into `z.enum([…, null])`, which does not compile (its issue 236).
+ */
 export function withNull(schema: JsonSchema): JsonSchema {
-  if (schema.type !== undefined) {
+  if (schema.type !== undefined && !schema.enum) {
     const types = Array.isArray(schema.type) ? schema.type : [schema.type];
-    return { ...schema, type: [...types, 'null'], ...(schema.enum ? { enum: [...schema.enum, null] } : {}) };
+    return { ...schema, type: [...types, 'null'] };
   }
-  if (schema.enum) return { ...schema, enum: [...schema.enum, null] };
   return { anyOf: [schema, { type: 'null' }] };
 }
 
