@@ -173,7 +173,7 @@ describe('the OpenAPI description', () => {
       for (const column of resource.columns) assert.equal(named(column.name).schema.$ref, '#/components/schemas/Filter', column.name);
       assert.equal(new Set(parameters.map((p: any) => `${p.in} ${p.name}`)).size, parameters.length);
       assert.deepEqual(Object.keys(get.responses['200'].headers).sort(),
-        ['Content-Range', 'Preference-Applied', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id']);
+        ['Content-Location', 'Content-Range', 'Preference-Applied', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id']);
       assert.ok(get.responses['406'], 'Accept refusals are documented');
       // HEAD: the same parameters and headers, no body.
       const head = doc.paths[`/${resource.name}`].head;

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { ApiError } from '../src/errors.ts';
 import { parseFilter, parseLogicTree } from '../src/query/filters.ts';
 import { parseOrder, parseSelect } from '../src/query/query-params.ts';
-import { decodeQueryString } from '../src/query/query-string.ts';
+import { canonicalQueryString, decodeQueryString } from '../src/query/query-string.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
 import { planPage } from '../src/query/plan.ts';
 
@@ -18,6 +18,11 @@ function assertApiError(fn: () => unknown, status: number, code: string) {
 describe('decoding the query string', () => {
   test('percent-decodes once and turns + into a space; %2C and , are the same character', () => {
     assert.deepEqual(decodeQueryString('name=eq.Ann+Lee&id=in.(1%2C2)&q=a%2Bb'), [['name', 'eq.Ann Lee'], ['id', 'in.(1,2)'], ['q', 'a+b']]);
+  });
+  test('the canonical query string: parameters in key order by their decoded keys, each as sent, repeats in their order, a key without = dropped', () => {
+    assert.equal(canonicalQueryString('select=id&order=id&limit=2&email=not.is.null'), 'email=not.is.null&limit=2&order=id&select=id');
+    assert.equal(canonicalQueryString('last_name=eq.b&%66irst_name=eq.a+b&last_name=neq.c&flag&id=gt.1'), '%66irst_name=eq.a+b&id=gt.1&last_name=eq.b&last_name=neq.c');
+    assert.equal(canonicalQueryString(''), '');
   });
   test('a key without = is dropped; one with an empty value is kept', () => {
     assert.deepEqual(decodeQueryString('debug&x='), [['x', '']]);

@@ -323,6 +323,14 @@ for (const backend of storeBackends()) {
         }
       });
 
+      test('Content-Location names the page, as PostgREST does: its path, then its parameters in key order as sent', async () => {
+        const page = await h.get('/v1/students?select=id&order=id&limit=2&email=not.is.null', token);
+        assert.equal(page.headers['content-location'], '/v1/students?email=not.is.null&limit=2&order=id&select=id');
+        assert.equal((await h.get('/v1/cohorts', token)).headers['content-location'], '/v1/cohorts');
+        const head = await h.request({ method: 'HEAD', url: '/v1/cohorts?limit=1', headers: { authorization: `Bearer ${token}` } });
+        assert.equal(head.headers['content-location'], '/v1/cohorts?limit=1');
+      });
+
       test('a streamed page (over 1,000 rows) equals the whole page and counts the same', async () => {
         const whole = await h.get('/v1/students?order=id&limit=1000', token, exact);
         const streamed = await h.get('/v1/students?order=id&limit=1001', token, exact);

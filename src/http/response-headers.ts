@@ -6,6 +6,8 @@
 export const RESPONSE_HEADERS = {
   /** A read's rows and total (src/http/read-response.ts). */
   contentRange: 'Content-Range',
+  /** A read's page: its path and its query string in key order, as PostgREST names it (src/http/read-response.ts). */
+  contentLocation: 'Content-Location',
   /** The preferences of a Prefer header that were honoured. */
   preferenceApplied: 'Preference-Applied',
   /** `true` on a write answered from its Idempotency-Key (src/http/write-routes.ts). */

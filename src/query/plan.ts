@@ -53,6 +53,7 @@ export interface ReadPlan extends ReadRepresentation {
   readonly page: { readonly offset: bigint; readonly limit: number };
   readonly count: CountPreference | null;
   readonly preferenceApplied: readonly string[];
+  readonly canonicalQuery: string;
 }
 
 /** The types a `select` cast may name, and the SQL each stands for. */
@@ -172,6 +173,7 @@ export function planRead(resource: Resource, syntax: ReadSyntax): ReadPlan {
     page: planPage(syntax),
     count: syntax.count,
     preferenceApplied: syntax.preferenceApplied,
+    canonicalQuery: syntax.canonicalQuery,
     ...syntax.representation,
   };
 }

@@ -22,3 +22,17 @@ export function decodeQueryString(queryString: string): [string, string][] {
   }
   return pairs;
 }
+
+/**
+ * The query string with its parameters in key order (by decoded key; a key's repeats keep their
+ * order), each as it was sent, a key without `=` dropped: PostgREST's canonical query string,
+ * which names the page in `Content-Location`.
+ */
+export function canonicalQueryString(queryString: string): string {
+  return queryString.split('&')
+    .filter((item) => item.includes('='))
+    .map((item) => ({ item, key: decode(item.slice(0, item.indexOf('='))) }))
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    .map(({ item }) => item)
+    .join('&');
+}

@@ -6,7 +6,7 @@
 import { negotiateRead } from './media-types.ts';
 import { parsePreferences } from './preferences.ts';
 import { parseQueryParams } from './query-params.ts';
-import { decodeQueryString } from './query-string.ts';
+import { canonicalQueryString, decodeQueryString } from './query-string.ts';
 import { parseRangeHeader } from './range.ts';
 import type { ReadSyntax } from './syntax.ts';
 
@@ -23,6 +23,7 @@ export interface ReadRequestInput {
 export function parseReadRequest(input: ReadRequestInput): ReadSyntax {
   return {
     ...parseQueryParams(decodeQueryString(input.queryString)),
+    canonicalQuery: canonicalQueryString(input.queryString),
     rangeHeader: input.method === 'GET' ? parseRangeHeader(input.rangeHeader) : null,
     ...parsePreferences(input.preferHeader),
     representation: negotiateRead(input.acceptHeader),

@@ -78,6 +78,8 @@ export interface ReadSyntax {
   readonly rangeHeader: { readonly first: bigint; readonly last: bigint | null } | null;
   readonly count: CountPreference | null;
   readonly preferenceApplied: readonly string[];
+  /** The query string in key order (src/query/query-string.ts, canonicalQueryString). */
+  readonly canonicalQuery: string;
   /**
    * What the Accept header chose: a JSON array, one object (`application/vnd.pgrst.object+json`)
    * or CSV, the JSON forms with or without their objects' null members.

@@ -186,6 +186,10 @@ export const HEADERS = {
       + '(otherwise `*`); the range is `*` when no row is returned.',
     schema: { type: 'string', pattern: '^(\\d+-\\d+|\\*)/(\\d+|\\*)$' },
   },
+  [RESPONSE_HEADERS.contentLocation]: {
+    description: 'The page read: its path and its query parameters in key order (PostgREST\'s canonical form), each as sent.',
+    schema: { type: 'string' },
+  },
   [RATE_LIMIT_HEADERS.limit]: integerHeader('Requests allowed per window (a minute) by the limit that counted this one: reads per source '
     + 'address, writes per token, and, on a 401, failed authentications per source address.'),
   [RATE_LIMIT_HEADERS.remaining]: integerHeader('Requests left in the current window.'),

@@ -59,7 +59,7 @@ function readContent(row: OpenAPIV3_1.ReferenceObject): Record<string, OpenAPIV3
 }
 
 /** The headers of a read's page: its range, the rate limit's, and the count preference honoured. */
-const PAGE_HEADERS = headerRefs([RESPONSE_HEADERS.contentRange, ...RATE_LIMIT_HEADER_NAMES, RESPONSE_HEADERS.preferenceApplied]);
+const PAGE_HEADERS = headerRefs([RESPONSE_HEADERS.contentRange, RESPONSE_HEADERS.contentLocation, ...RATE_LIMIT_HEADER_NAMES, RESPONSE_HEADERS.preferenceApplied]);
 
 function readOperation(resource: Resource): DocumentedOperation {
   const row = schemaRef(rowSchemaName(resource));
