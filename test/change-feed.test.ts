@@ -206,6 +206,8 @@ for (const backend of storeBackends()) {
         `${cursor}=`, Buffer.from('{"v":1,').toString('base64url'),
         // A position past the university's last change: kept, it would hide the changes up to it.
         encode({ v: 1, feed: 'all', at: { [north]: [position[0] + 1_000_000, position[1], position[2]] } }),
+        // The same under the university's id in upper case: taken as another university's, it was dropped.
+        encode({ v: 1, feed: 'all', at: { [north.toUpperCase()]: [position[0] + 1_000_000, position[1], position[2]] } }),
       ];
       for (const since of badCursors) {
         const res = await h.get(`/v1/changes?since=${encodeURIComponent(since)}`, northReader);
@@ -217,6 +219,9 @@ for (const backend of storeBackends()) {
         assert.equal(res.status, 400, query);
         assert.equal(res.json.code, 'INVALID_PARAMETER', query);
       }
+      // A query string over the reads' limit is 414 here too: a 24 KB cursor was read.
+      const long = await h.get(`/v1/changes?since=${'A'.repeat(LIMITS.maxQueryStringBytes)}`, northReader);
+      assert.deepEqual([long.status, long.json.code], [414, 'URI_TOO_LONG']);
     });
 
     test('a consortium follows its members; a university never sees another\'s changes', async () => {

@@ -8,6 +8,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
 import { type Feed, parseChangesRequest, readChanges } from '../query/changes.ts';
 import { JSON_CONTENT_TYPE, requireJsonAccept } from '../query/media-types.ts';
+import { checkQueryStringLength } from '../query/query-string.ts';
+import { rawQueryString } from './read-routes.ts';
 import { FEED_RESOURCES, resourcesByName } from '../resources/registry.ts';
 
 const CHANGES_PATH = 'changes';
@@ -19,6 +21,8 @@ export const FEEDS: readonly Feed[] = ['all', ...FEED_RESOURCES];
 
 function feedHandler(db: Database, feed: Feed) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
+    // A cursor of 24 KB was read (and its positions dropped) where any other read is 414.
+    checkQueryStringLength(rawQueryString(request));
     requireJsonAccept(request.headers.accept);
     const changes = parseChangesRequest(feed, request.query as Record<string, unknown>);
     const body = await readChanges(db, request.principal, changes);

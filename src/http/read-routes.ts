@@ -14,7 +14,7 @@ import { type Resource, resources } from '../resources/registry.ts';
 import { readResponseHead } from './read-response.ts';
 
 /** The raw query string, undecoded. */
-function rawQueryString(request: FastifyRequest): string {
+export function rawQueryString(request: FastifyRequest): string {
   const url = request.raw.url ?? '';
   const at = url.indexOf('?');
   return at < 0 ? '' : url.slice(at + 1);

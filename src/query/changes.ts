@@ -18,7 +18,7 @@
 import { Type } from 'typebox';
 import { Value } from 'typebox/value';
 import { arrayLiteral } from '../db/array-literal.ts';
-import { type Database, type Scope, UUID_PATTERN } from '../db/database.ts';
+import type { Database, Scope } from '../db/database.ts';
 import { Parameters } from '../db/parameters.ts';
 import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
@@ -36,12 +36,18 @@ type Position = readonly [seq: number, resource: string, id: string];
 /** Before every entry: below change number 0, which rows written before the feed existed carry. */
 const START: Position = [-1, '', '00000000-0000-0000-0000-000000000000'];
 
+/**
+ * A uuid as the feed writes one, in lower case: a university's key in upper case was taken as
+ * another university's, and a forged position of the reader's own was dropped, not refused.
+ */
+const CURSOR_UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+
 /** The cursor's content; it travels as base64url of this JSON, and is read back against this schema. */
 const CURSOR_SCHEMA = Type.Object({
   v: Type.Literal(1),
   feed: Type.Enum(['all', ...FEED_RESOURCES]),
-  at: Type.Record(Type.String({ pattern: UUID_PATTERN }), Type.Tuple([
-    Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.Enum([...FEED_RESOURCES]), Type.String({ pattern: UUID_PATTERN }),
+  at: Type.Record(Type.String({ pattern: CURSOR_UUID }), Type.Tuple([
+    Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.Enum([...FEED_RESOURCES]), Type.String({ pattern: CURSOR_UUID }),
   ]), { additionalProperties: false }),
 }, { additionalProperties: false });
 

@@ -9,11 +9,14 @@ import { LIMITS } from '../limits.ts';
 
 const decode = (s: string) => unescape(s.replace(/\+/g, ' '));
 
+/** A query string over the limit is 414, for a read and the change feed alike, before any of it is read. */
+export function checkQueryStringLength(queryString: string): void {
+  if (queryString.length > LIMITS.maxQueryStringBytes) throw apiError('URI_TOO_LONG');
+}
+
 /** Decodes once: `+` is a space, percent-escapes are undone, a key without `=` is dropped. */
 export function decodeQueryString(queryString: string): [string, string][] {
-  if (queryString.length > LIMITS.maxQueryStringBytes) {
-    throw apiError('URI_TOO_LONG');
-  }
+  checkQueryStringLength(queryString);
   const pairs: [string, string][] = [];
   for (const item of queryString.split('&')) {
     const eq = item.indexOf('=');

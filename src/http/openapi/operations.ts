@@ -196,7 +196,7 @@ function changesOperation(feed: Feed): DocumentedOperation {
   return {
     method: 'get',
     url: `${PARTNER_PREFIX}${feedPath(feed)}`,
-    errors: [400, 401, 406, 429, 503],
+    errors: [400, 401, 406, 414, 429, 503],
     operation: {
       operationId: feed === 'all' ? 'listChanges' : `list${rowSchemaName(resourcesByName.get(feed)!)}Changes`,
       tags: ['changes'],
