@@ -53,6 +53,17 @@ describe('SQLSTATE answers', () => {
     assert.equal(databaseErrorToApiError(sqlError('22P02'))?.status, 400);
     assert.equal(databaseErrorToApiError(sqlError('XX000')), null);
   });
+
+  test('a violated constraint names its field, from the driver\'s fields or, as Citus passes a worker\'s error on, from the shard\'s constraint in the message', () => {
+    const body = { university_id: 'u-1', name: 'Main', short_name: 'MU' };
+    const driver = Object.assign(sqlError('23503'), { table_name: 'campuses', constraint_name: 'campuses_university_id_fkey' });
+    assert.equal(databaseErrorToApiError(driver, body)?.message, 'university_id u-1 does not exist.');
+    const citusReference = Object.assign(new Error('insert or update on table "campuses_102035" violates foreign key constraint "campuses_university_id_fkey_102035"'), { code: '23503' });
+    assert.equal(databaseErrorToApiError(citusReference, body)?.message, 'university_id u-1 does not exist.');
+    const citusDuplicate = Object.assign(new Error('duplicate key value violates unique constraint "universities_short_name_key_102008"'), { code: '23505' });
+    assert.equal(databaseErrorToApiError(citusDuplicate, body)?.message, 'A record with short_name "MU" already exists.');
+    assert.equal(databaseErrorToApiError(sqlError('23505'), body)?.message, 'A record with the same key already exists.');
+  });
 });
 
 for (const backend of backends()) {

@@ -177,12 +177,17 @@ export interface DatabaseError extends Error {
   hint?: string;
 }
 
-/** The table and constraint a violation names; postgres.js and PGlite spell the fields differently. */
-export function violatedConstraint(error: DatabaseError): { table: string; constraint: string } | null {
-  const fields = error as { table?: string; table_name?: string; constraint?: string; constraint_name?: string };
-  const table = fields.table_name ?? fields.table;
-  const constraint = fields.constraint_name ?? fields.constraint;
-  return table && constraint ? { table, constraint } : null;
+/**
+ * The constraint a violation names. postgres.js and PGlite give it as a field, spelt differently;
+ * Citus passes a worker's error on with its message alone, which names the shard's constraint
+ * (`campuses_name_key_102035`: the suffix is the shard's id).
+ */
+export function violatedConstraint(error: DatabaseError): string | null {
+  const fields = error as { constraint?: string; constraint_name?: string };
+  const named = fields.constraint_name ?? fields.constraint;
+  if (named) return named;
+  const quoted = /constraint "([^"]+)"/.exec(error.message)?.[1];
+  return quoted ? quoted.replace(/_\d+$/, '') : null;
 }
 
 /**

@@ -29,13 +29,14 @@ const serviceFault: Answer = () => null;
  * error's own detail omits the key on tables under row-level security.
  */
 function violatedField(error: DatabaseError, body: unknown): [field: string, value: string] | [] {
-  const violated = violatedConstraint(error);
-  if (!violated || body === null || typeof body !== 'object') return [];
-  const { table, constraint } = violated;
+  const constraint = violatedConstraint(error);
+  if (!constraint || body === null || typeof body !== 'object') return [];
   const suffix = ['_fkey', '_key'].find((s) => constraint.endsWith(s));
-  if (!suffix || !constraint.startsWith(`${table}_`)) return [];
-  const field = constraint.slice(table.length + 1, -suffix.length);
-  const value = (body as Record<string, unknown>)[field];
+  if (!suffix) return [];
+  // Constraints are named `<table>_<field>_key` or `_fkey` (src/db/migrations): the longest of the
+  // body's fields the name ends with (`short_name` over `name`).
+  const [field] = Object.keys(body).filter((key) => constraint.endsWith(`_${key}${suffix}`)).sort((a, b) => b.length - a.length);
+  const value = field === undefined ? undefined : (body as Record<string, unknown>)[field];
   return typeof value === 'string' ? [field, value] : [];
 }
 
