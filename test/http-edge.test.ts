@@ -161,6 +161,38 @@ describe('answers below the routes have the documented error body', () => {
       });
     }
 
+    test('input sent on behind the malformed request, to a client not reading yet, loses none of the answers', async () => {
+      const token = h.demo!.universities[0].read_token;
+      const page = `GET /v1/students?select=id&order=id HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+      // Each chunk was a parser error answered anew: the second skipped the linger and reset the connection.
+      const text = await new Promise<string>((resolve) => {
+        const socket = connect(port, '127.0.0.1');
+        const received: Buffer[] = [];
+        socket.pause();
+        socket.on('data', (chunk) => received.push(chunk)).on('error', () => {}).on('close', () => resolve(Buffer.concat(received).toString('latin1')));
+        socket.on('connect', async () => {
+          socket.write(`${page}FOO / HTTP/1.1\r\nHost: x\r\n\r\n`);
+          for (let i = 0; i < 10; i++) {
+            await new Promise((r) => setTimeout(r, 30));
+            if (!socket.destroyed) socket.write('garbage\r\n');
+          }
+          setTimeout(() => socket.resume(), 200);
+        });
+      });
+      assert.deepEqual(responsesIn(text).map((r) => r.status), [200, 400]);
+    });
+
+    test('a request pipelined behind one answered raw never runs: a write behind an Expect the service refuses is not written', async () => {
+      const token = h.demo!.universities[0].write_token;
+      const [{ name: cohort }] = (await h.get('/v1/cohorts?select=name&limit=1', token)).json;
+      const email = `behind.expect.${randomBytes(4).toString('hex')}@example.edu`;
+      const body = JSON.stringify({ students: [{ email, first_name: 'Be', last_name: 'Hind', cohort_name: cohort, is_alumni: false }] });
+      const put = `PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      const received = responsesIn((await raw(port, [`GET / HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n${put}`])).text);
+      assert.deepEqual(received.map((r) => r.status), [417]);
+      assert.deepEqual((await h.get(`/v1/students?select=email&email=eq.${email}`, token)).json, []);
+    });
+
     test('behind a write: its committed answer is read, not the parser\'s 400 in its place', async () => {
       const token = h.demo!.universities[0].write_token;
       const [{ name: cohort }] = (await h.get('/v1/cohorts?select=name&limit=1', token)).json;
@@ -188,6 +220,25 @@ describe('answers below the routes have the documented error body', () => {
     const response = await raw(port, [head, ...Array(50).fill('{')], 200);
     assertErrorBody(response, 401, 'UNAUTHORIZED');
     assert.equal(response.headers.connection, 'close');
+  });
+});
+
+describe('CONNECT pipelined behind a page being streamed', () => {
+  let h: Harness;
+  let port: number;
+  before(async () => {
+    h = await Harness.start('pglite', { demoStudents: 1_100 });
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (h.app.server.address() as AddressInfo).port;
+  });
+  after(() => h.close());
+
+  test('closes the connection, so the page\'s transaction ends and the service stays ready: waiting for the page held it and the store for ever', async () => {
+    const token = h.demo!.consortium.read_token;
+    // raw() gives up, failing, when the connection stays open.
+    await raw(port, [`GET /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\nCONNECT /v1/students HTTP/1.1\r\nHost: x\r\n\r\n`]);
+    assert.equal((await h.get('/v1/students?select=id&limit=1', token)).status, 200);
+    assert.equal((await h.get('/readyz', null)).status, 200);
   });
 });
 

@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { type AddressInfo, createServer } from 'node:net';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -155,6 +155,18 @@ describe('npm start and its data folder and port', () => {
     assert.deepEqual(entries.filter((e) => e.msg === 'request completed').map((e) => [e.route, e.status]), [['/v1/campuses', 200], ['/v1/students', 200]]);
     assert.ok(entries.some((e) => e.msg === 'shutting down'));
     assert.ok(!started.stdout().includes(email) && !started.stdout().includes(token), 'the log carries a query value or a token');
+  });
+
+  test('a CONNECT its client resets leaves the service running: the bare socket Node hands over has its error handled', async () => {
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    await once(socket, 'connect');
+    socket.write('CONNECT /v1/students HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise((r) => setTimeout(r, 20));
+    socket.resetAndDestroy();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(first.child.exitCode, null, first.stderr());
+    assert.equal(await status(port, firstToken), 200);
   });
 
   test('a lock left by a process that is gone is taken over', async () => {

@@ -56,25 +56,31 @@ function writeRaw(socket: Socket, answer: ApiError): void {
 /** Per socket, the responses not yet finished, by their requests (pipelined requests are answered in order). */
 const openExchanges = new WeakMap<Socket, Map<IncomingMessage, ServerResponse>>();
 
+/**
+ * Sockets answered raw, or about to be: the answer ends the connection, so requests parsed
+ * behind it never run (a PUT pipelined behind an `Expect: teapot` was written, its client told
+ * only 417), and the parser's further errors on the same input are not answered again (each
+ * answered anew skipped the linger and reset the connection, losing every answer before it).
+ */
+const answeredRaw = new WeakSet<Socket>();
+
 function trackExchange(request: IncomingMessage, response: ServerResponse): void {
+  if (answeredRaw.has(request.socket)) return;
   let open = openExchanges.get(request.socket);
   if (!open) openExchanges.set(request.socket, open = new Map());
   open.set(request, response);
   response.once('close', () => open.delete(request));
 }
 
-/**
- * Answers raw, after the responses still being given on the socket to requests received whole,
- * so that a pipelining client reads each answer where it belongs. Written at once, a parser's
- * 400 for a later request took the place of an earlier one's answer (a PUT that had committed)
- * or was spliced into a page being streamed. A request whose body was still arriving is the
- * one answered: its own handler never gets the rest of it.
- */
-export function answerRaw(socket: Socket, answer: ApiError): void {
-  const pending = [...(openExchanges.get(socket) ?? [])].filter(([request]) => request.complete).map(([, response]) => response);
+/** The responses still being given on the socket to requests received whole. */
+const pendingResponses = (socket: Socket) =>
+  [...(openExchanges.get(socket) ?? [])].filter(([request]) => request.complete).map(([, response]) => response);
+
+function writeAfterPending(socket: Socket, answer: ApiError): void {
+  const pending = pendingResponses(socket);
   if (pending.length > 0) {
     let left = pending.length;
-    for (const response of pending) response.once('close', () => { if (--left === 0) answerRaw(socket, answer); });
+    for (const response of pending) response.once('close', () => { if (--left === 0) writeAfterPending(socket, answer); });
   } else if (socket.writable) {
     writeRaw(socket, answer);
   } else {
@@ -82,9 +88,35 @@ export function answerRaw(socket: Socket, answer: ApiError): void {
   }
 }
 
+/**
+ * Answers raw, once per socket, after the responses still being given on it to requests
+ * received whole, so that a pipelining client reads each answer where it belongs. Written at
+ * once, a parser's 400 for a later request took the place of an earlier one's answer (a PUT that
+ * had committed) or was spliced into a page being streamed. A request whose body was still
+ * arriving is the one answered: its own handler never gets the rest of it.
+ */
+function answerRaw(socket: Socket, answer: ApiError): void {
+  if (answeredRaw.has(socket)) return;
+  answeredRaw.add(socket);
+  writeAfterPending(socket, answer);
+}
+
+/**
+ * Answers a socket Node has handed over bare (a CONNECT), whose error is then the listener's to
+ * handle: unhandled, a reset crashed the process. Node no longer drives the responses in flight
+ * on it, so with any the socket is closed instead: waiting for them held a streamed page, its
+ * transaction and the shutdown for ever.
+ */
+export function answerDetached(socket: Socket, answer: ApiError): void {
+  socket.on('error', () => socket.destroy());
+  socket.resume();
+  if (pendingResponses(socket).length > 0 || answeredRaw.has(socket)) socket.destroy();
+  else answerRaw(socket, answer);
+}
+
 /** Node's parser rejected the bytes: there is no request object, so the answer is written raw. */
 function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  if (error.code === 'ECONNRESET' || socket.destroyed || answeredRaw.has(socket)) return;
   const answer = parserErrorToApiError(error);
   this.log.info({ code: answer.code, parserError: error.code }, 'client error');
   // Input still arriving is read and dropped until the socket closes.
@@ -137,10 +169,12 @@ export const edge = fp(async (app: FastifyInstance) => {
   app.server.on('timeout', (socket: Socket) => {
     const last = lastExchanges.get(socket);
     const bodyStalled = last !== undefined && !last.request.complete && !last.response.headersSent && socket.writable;
-    if (bodyStalled) answerRaw(socket, apiError('REQUEST_TIMEOUT'));
+    if (bodyStalled && !answeredRaw.has(socket)) answerRaw(socket, apiError('REQUEST_TIMEOUT'));
     else socket.destroy();
   });
   app.addHook('onRequest', async (request, reply) => {
+    // Parsed behind a request answered raw: that answer closes the connection, and this one never runs.
+    if (answeredRaw.has(request.raw.socket)) return reply.hijack();
     if (closing && lastExchanges.has(request.raw.socket)) {
       throw apiError('SHUTTING_DOWN').withHeaders({ connection: 'close' });
     }

@@ -17,7 +17,7 @@ import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { type ApiError, apiError } from '../errors.ts';
-import { answerRaw } from './edge.ts';
+import { answerDetached } from './edge.ts';
 import { endpointNotFound } from './errors.ts';
 
 declare module 'fastify' {
@@ -111,12 +111,11 @@ export const methodRouting = fp(async (app: FastifyInstance) => {
   // closed it unanswered: the service is no proxy, and a path it serves answers 405 with its
   // methods, as for any method it lacks.
   app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
-    socket.resume();
     const target = request.url ?? '';
     const { allow } = target.startsWith('/') ? routed.of(target) : { allow: [] };
     const answer = allow.length > 0 ? methodNotAllowed('CONNECT', allow) : endpointNotFound('CONNECT', target);
     app.log.info({ code: answer.code, method: 'CONNECT' }, 'client error');
-    answerRaw(socket, answer);
+    answerDetached(socket, answer);
   });
   app.addHook('onRequest', async (request) => {
     if (routed.serves(request.method, request.url)) return;
