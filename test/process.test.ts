@@ -169,6 +169,27 @@ describe('npm start and its data folder and port', () => {
     assert.equal(await status(port, firstToken), 200);
   });
 
+  test('npm start passes SIGTERM on to the service, which shuts down: the sh between them left it serving, orphaned', async () => {
+    const npmPort = await freePort();
+    const npmCli = process.env.npm_execpath;
+    const child = spawn(npmCli ? process.execPath : 'npm', [...(npmCli ? [npmCli] : []), 'start'], {
+      env: { ...process.env, PDS_DATA_DIR: await folder(), PORT: String(npmPort), LOG_LEVEL: 'info', DATABASE_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (chunk) => { stdout += chunk; });
+    child.stderr!.on('data', (chunk) => { stderr += chunk; });
+    const token = await serving({ child, stdout: () => stdout, stderr: () => stderr });
+    assert.equal(await status(npmPort, token), 200);
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+    await new Promise((r) => setTimeout(r, 500));
+    assert.match(stdout, /"msg":"shutting down"/);
+    await assert.rejects(fetch(`http://127.0.0.1:${npmPort}/healthz`), 'the service still answers');
+  });
+
   test('a lock left by a process that is gone is taken over', async () => {
     const dir = await folder();
     const gone = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
