@@ -4,7 +4,12 @@
  * Retry-After, within the documented bound, and the service recovers by itself. Errors the
  * request's text caused are 4xx; /healthz never touches the store, /readyz reports it.
  */
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import tls from 'node:tls';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
@@ -155,6 +160,63 @@ class FaultyPort {
   }
 }
 
+/** PostgreSQL's SSLRequest code: a client asks for TLS with it before its startup message. */
+const SSL_REQUEST_CODE = 80877103;
+
+/**
+ * TLS terminated in front of a plain PostgreSQL server, as a managed one offers it: the SSLRequest
+ * is answered `S`, and what the TLS session carries is passed on as it is.
+ */
+class TlsTerminator {
+  private readonly server: net.Server;
+  private readonly clients = new Set<net.Socket>();
+
+  constructor(target: { host: string; port: number }, credentials: { key: string; cert: string }) {
+    this.server = net.createServer((client) => {
+      this.clients.add(client);
+      client.on('error', () => client.destroy()).on('close', () => this.clients.delete(client));
+      client.once('data', (request) => {
+        if (request.length !== 8 || request.readInt32BE(4) !== SSL_REQUEST_CODE) {
+          client.destroy();
+          return;
+        }
+        client.write('S');
+        const secure = new tls.TLSSocket(client, { isServer: true, ...credentials });
+        const upstream = net.connect(target);
+        const drop = () => {
+          secure.destroy();
+          upstream.destroy();
+        };
+        secure.on('error', drop).on('close', drop);
+        upstream.on('error', drop).on('close', drop);
+        secure.pipe(upstream).pipe(secure);
+      });
+    });
+  }
+
+  async listen(): Promise<number> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  async end(): Promise<void> {
+    for (const client of this.clients) client.destroy();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+/** A self-signed key and certificate for localhost, made with openssl for the run. */
+async function selfSignedCredentials(): Promise<{ key: string; cert: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'pds-tls-'));
+  try {
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
+      '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+    return { key: await readFile(join(dir, 'key.pem'), 'utf8'), cert: await readFile(join(dir, 'cert.pem'), 'utf8') };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** Short timeouts so the tests run fast; the bound on an answer follows from them. */
 const FAST: StoreTimeouts = { connectTimeoutMs: 500, poolWaitMs: 500, storeWaitMs: 1_500 };
 /** Token lookup and the request's own transaction: two transactions, each pool wait plus store wait. */
@@ -282,6 +344,27 @@ if (process.env.TEST_DATABASE_URL) {
         assert.equal(write.body.counts.rejected, 0);
       } finally {
         await service.close();
+      }
+    });
+
+    test('over TLS (sslmode=require), a terminated backend costs only the requests in flight: the session\'s loss is seen as without TLS', async () => {
+      const target = new URL(scratch.url);
+      const terminator = new TlsTerminator({ host: target.hostname, port: Number(target.port || 5432) }, await selfSignedCredentials());
+      const throughTls = new URL(scratch.url);
+      throughTls.port = String(await terminator.listen());
+      throughTls.searchParams.set('sslmode', 'require');
+      const service = await startService(throughTls.toString());
+      try {
+        for (let i = 0; i < 5; i++) assert.equal((await call(service, '/v1/students?select=id&limit=1')).status, 200);
+        await terminateServiceBackends();
+        // Let the sessions' close arrive, as without TLS; then no request may draw a dead one.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const after = [];
+        for (let i = 0; i < 5; i++) after.push((await call(service, '/v1/students?select=id&limit=1')).status);
+        assert.deepEqual(after, [200, 200, 200, 200, 200]);
+      } finally {
+        await service.close();
+        await terminator.end();
       }
     });
 

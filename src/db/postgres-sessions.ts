@@ -133,10 +133,22 @@ export class Session {
     // The socket's error names why it closed (ECONNREFUSED, ECONNRESET…) when it is one of the
     // connection failures above; its close ends the session.
     let failure: string | null = null;
-    socket.on('error', (error: NodeJS.ErrnoException) => { failure = error.code && CONNECTION_FAILURE_CODES.has(error.code) ? error.code : null; });
-    socket.once('close', () => this.destroy(failure
-      ? new StoreUnavailableError(failure, `The connection to the data store failed (${failure}).`)
-      : new StoreUnavailableError('CONNECTION_CLOSED', 'The connection to the data store closed.')));
+    const watch = () => {
+      socket.on('error', (error: NodeJS.ErrnoException) => { failure = error.code && CONNECTION_FAILURE_CODES.has(error.code) ? error.code : null; });
+      socket.once('close', () => this.destroy(failure
+        ? new StoreUnavailableError(failure, `The connection to the data store failed (${failure}).`)
+        : new StoreUnavailableError('CONNECTION_CLOSED', 'The connection to the data store closed.')));
+    };
+    watch();
+    // postgres.js removes every listener of the socket as it starts TLS on it (sslmode=require),
+    // these among them: a connection that then dropped stayed in the pool as alive, and for a
+    // minute after a server's restart every request that drew one failed.
+    const removeAllListeners = socket.removeAllListeners.bind(socket);
+    socket.removeAllListeners = (event?: string | symbol) => {
+      removeAllListeners(event);
+      if (event === undefined) watch();
+      return socket;
+    };
     const timer = setTimeout(() => {
       this.destroy(new StoreUnavailableError('CONNECT_TIMEOUT', `No connection to the data store within ${this.limits.connectTimeoutMs} ms.`));
     }, this.limits.connectTimeoutMs);
