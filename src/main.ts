@@ -69,6 +69,9 @@ if (!config.databaseUrl) {
     lockDataDir(config.dataDir);
   } catch (error) {
     if (error instanceof DataDirInUseError) refuseToStart(error.message);
+    const code = (error as NodeJS.ErrnoException).code;
+    // A folder the service may not write, or under a file: one line, as any setting it cannot use.
+    if (code) refuseToStart(`Cannot start: PDS_DATA_DIR ${config.dataDir} cannot be used as the data folder (${code}).`);
     throw error;
   }
 }

@@ -11,6 +11,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { DATA_DIR_LOCK_FILE } from '../src/db/data-dir-lock.ts';
 import { CONFIG_DEFAULTS } from '../src/config.ts';
@@ -123,7 +124,18 @@ describe('npm start and its data folder and port', () => {
   test('a setting that cannot be read, or a server that cannot be reached or refuses, is one line and exit 1, never a stack trace', async () => {
     const cases: [Record<string, string>, RegExp][] = [
       [{ PORT: 'abc' }, /^Cannot start: PORT must be a positive integer, got "abc"\.$/],
-      [{ PORT: '70000' }, /^Cannot start: PORT must be a port from 1 to 65535/],
+      [{ PORT: '70000' }, /^Cannot start: PORT must be at most 65535, got "70000"\.$/],
+      [{ PORT: '0x10' }, /^Cannot start: PORT must be a positive integer, got "0x10"\.$/],
+      // Node's timers wait at most 2^31 - 1 ms: a longer wait fired at once, and every request failed.
+      [{ PDS_DB_WAIT_MS: '99999999999' }, /^Cannot start: PDS_DB_WAIT_MS must be at most 2147483647, got "99999999999"\.$/],
+      [{ PDS_STATEMENT_TIMEOUT_MS: '2147483647' }, /^Cannot start: PDS_STATEMENT_TIMEOUT_MS must be at most 2147482647/],
+      // These crashed with a stack trace, after the store was migrated.
+      [{ PDS_TRUST_PROXY: '10.0.0.0/33' }, /^Cannot start: PDS_TRUST_PROXY must list addresses or CIDR ranges such as 10\.0\.0\.0\/8, got "10\.0\.0\.0\/33"\.$/],
+      [{ LOG_LEVEL: 'loud' }, /^Cannot start: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"\.$/],
+      [{ PDS_DATA_DIR: join(fileURLToPath(import.meta.url), 'data') }, /^Cannot start: PDS_DATA_DIR .*process\.test\.ts\/data cannot be used as the data folder \(ENOTDIR\)\.$/],
+      // Taken, these loaded the demo data and failed the limits open for good.
+      [{ PDS_DEMO: 'maybe' }, /^Cannot start: PDS_DEMO must be "on" or "off" \(or 1 or 0\), got "maybe"\.$/],
+      [{ REDIS_URL: 'http://127.0.0.1:6379' }, /^Cannot start: REDIS_URL must be a Redis URL such as redis:\/\/host:6379, got one of scheme http:\.$/],
       [{ PDS_READ_LIMIT_PER_MIN: '-1' }, /^Cannot start: PDS_READ_LIMIT_PER_MIN must be a positive integer/],
       [{ DATABASE_URL: 'mysql://someone:secret@127.0.0.1/db' }, /^Cannot start: DATABASE_URL must be a PostgreSQL URL .* scheme mysql:\.$/],
       [{ DATABASE_URL: 'not a url' }, /^Cannot start: DATABASE_URL must be a PostgreSQL URL .* does not parse\.$/],
