@@ -201,6 +201,8 @@ describe('request-level parameters', () => {
       assert.equal(parse('', { prefer }).count, 'exact', prefer);
     }
     assert.deepEqual(parse('', { prefer: 'x="a,b", count=planned' }).preferenceApplied, ['count=planned']);
+    // A quote left open does not swallow the rest of the header.
+    assert.deepEqual(parse('', { prefer: 'return=minimal, foo="bar, count=exact' }).preferenceApplied, ['count=exact']);
     assert.throws(() => parse('', { prefer: 'Handling = strict, Foo="a, b"' }),
       (error: unknown) => error instanceof ApiError && error.code === 'PGRST122' && error.details === 'Invalid preferences: Foo="a, b"');
   });

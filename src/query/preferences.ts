@@ -40,11 +40,15 @@ const ENUMERATED = new Set(['tx', 'count', 'handling']);
 /** One preference: its name and value as compared (`name=value`, or the name alone), and as it was sent. */
 interface Preference {
   readonly name: string;
+  readonly value: string;
   readonly canonical: string;
   readonly sent: string;
 }
 
-/** Splits at each `separator` outside a quoted string (a `\` escaping the character after it). */
+/**
+ * Splits at each `separator` outside a quoted string (a `\` escaping the character after it).
+ * A quote left open splits plainly: `foo="bar, tx=rollback` kept the dry run's `tx` inside it.
+ */
 function splitOutsideQuotes(text: string, separator: string): string[] {
   const parts: string[] = [];
   let start = 0;
@@ -57,7 +61,7 @@ function splitOutsideQuotes(text: string, separator: string): string[] {
       start = i + 1;
     }
   }
-  return [...parts, text.slice(start)];
+  return quoted ? text.split(separator) : [...parts, text.slice(start)];
 }
 
 /**
@@ -76,10 +80,11 @@ function splitPreferences(headers: string | readonly string[] | undefined): Pref
       const [head] = splitOutsideQuotes(sent, ';');
       const equals = head.indexOf('=');
       const name = (equals < 0 ? head : head.slice(0, equals)).trim().toLowerCase();
-      if (equals < 0) return { name, canonical: name, sent };
+      if (equals < 0) return { name, value: '', canonical: name, sent };
       let value = head.slice(equals + 1).trim();
       if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1).replace(/\\(.)/g, '$1');
-      return { name, canonical: `${name}=${ENUMERATED.has(name) ? value.toLowerCase() : value}`, sent };
+      if (ENUMERATED.has(name)) value = value.toLowerCase();
+      return { name, value, canonical: `${name}=${value}`, sent };
     });
 }
 
@@ -90,9 +95,9 @@ function splitPreferences(headers: string | readonly string[] | undefined): Pref
 function readPreferences(headers: string | readonly string[] | undefined, applies: RegExp): { first: Map<string, string>; handlingApplied: string | null; timezoneApplied: string | null } {
   const first = new Map<string, string>();
   const invalid: string[] = [];
-  for (const { name, canonical, sent } of splitPreferences(headers)) {
+  for (const { name, value, canonical, sent } of splitPreferences(headers)) {
     if (!applies.test(canonical)) invalid.push(sent);
-    if (!first.has(name)) first.set(name, canonical.slice(name.length + 1));
+    if (!first.has(name)) first.set(name, value);
   }
   const handling = first.get('handling');
   if (handling === 'strict' && invalid.length > 0) {
