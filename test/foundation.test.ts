@@ -270,6 +270,19 @@ for (const backend of backends()) {
         assert.ok(seen > 100, `${seen} uuids`);
       });
 
+      test('a data set loaded before the ids were RFC 9562\'s is found by its ids, not loaded a second time beside it', async () => {
+        const earlier = (key: string) => `md5('34:' || '${key}')::uuid`;
+        await h.sql(`insert into consortia (id, name) values (${earlier('consortium')}, 'Earlier consortium')`);
+        for (const [i, key] of ['u1', 'u2', 'u3', 'u4'].entries()) {
+          await h.sql(`insert into universities (id, name, short_name, consortium_id, country, timezone)
+            values (${earlier(key)}, $1, $2, ${i < 3 ? earlier('consortium') : 'null'}, 'GB', 'Europe/London')`, [`Earlier ${key}`, `earlier-${key}`]);
+        }
+        const again = await h.admin('POST', '/demo', { seed: 34 });
+        assert.equal(again.status, 200, again.body);
+        assert.deepEqual(again.json.universities.map((u: { name: string }) => u.name), ['Earlier u1', 'Earlier u2', 'Earlier u3', 'Earlier u4']);
+        assert.equal((await h.sql<{ n: number }>(`select count(*)::int as n from universities where name like 'Northfield University (seed 34)%'`))[0].n, 0);
+      });
+
       test('two first demo calls for one seed at once: one loads it (201), the other answers the same data set (200)', async () => {
         const both = await Promise.all([h.admin('POST', '/demo', { students: 6, seed: 8 }), h.admin('POST', '/demo', { students: 6, seed: 8 })]);
         assert.deepEqual(both.map((r) => r.status).sort(), [200, 201], both.map((r) => r.body).join('\n'));

@@ -23,6 +23,12 @@ const uuidFromMd5 = (text: string) => `overlay(overlay(md5(${text}) placing '8' 
 
 /** A deterministic uuid and a deterministic integer in [0, 2^28) from a text key. */
 const uuidOf = (key: string) => uuidFromMd5(`$1::text || ':' || ${key}`);
+
+/**
+ * An organisation's id as data sets loaded before the ids were RFC 9562's hold it (md5's bare
+ * hex): such a set is found by it, not loaded a second time beside it.
+ */
+const earlierUuidOf = (key: string) => `md5($1::text || ':' || ${key})::uuid`;
 const pick = (key: string) => `(('x' || substr(md5($1::text || ':' || ${key}), 1, 7))::bit(28)::integer)`;
 
 const FIRST_NAMES = ['Ava', 'Liam', 'Noah', 'Emma', 'Olivia', 'Mateo', 'Amara', 'Kenji', 'Priya', 'Sofia', 'Lucas', 'Zara',
@@ -81,7 +87,7 @@ const last = pickFrom(LAST_NAMES, `'last:' || i`);
 type Run = (text: string) => Promise<unknown>;
 
 export async function demoExists(tx: Queryable, seed: number = DEMO_DEFAULTS.seed): Promise<boolean> {
-  const rows = await tx.query(`select 1 from consortia where id = ${uuidOf(`'consortium'`)}`, [String(seed)]);
+  const rows = await tx.query(`select 1 from consortia where id in (${uuidOf(`'consortium'`)}, ${earlierUuidOf(`'consortium'`)})`, [String(seed)]);
   return rows.length > 0;
 }
 
@@ -92,18 +98,20 @@ export interface DemoOrganisations {
 }
 
 export async function demoOrganisations(tx: Queryable, seed: number = DEMO_DEFAULTS.seed): Promise<DemoOrganisations> {
-  const [consortium] = await tx.query<{ id: string; name: string }>(`select id, name from consortia where id = ${uuidOf(`'consortium'`)}`, [String(seed)]);
+  const [consortium] = await tx.query<{ id: string; name: string }>(
+    `select id, name from consortia where id in (${uuidOf(`'consortium'`)}, ${earlierUuidOf(`'consortium'`)})`, [String(seed)]);
   const universities = await tx.query<{ id: string; name: string; short_name: string }>(
     `select u.id, u.name, u.short_name
-     from unnest(array[${UNIVERSITIES.map((x) => uuidOf(`'${x.key}'`)).join(', ')}]) with ordinality as k(id, n)
-     join universities u on u.id = k.id order by k.n`, [String(seed)]);
+     from unnest(array[${UNIVERSITIES.map((x) => uuidOf(`'${x.key}'`)).join(', ')}],
+                 array[${UNIVERSITIES.map((x) => earlierUuidOf(`'${x.key}'`)).join(', ')}]) with ordinality as k(id, earlier_id, n)
+     join universities u on u.id in (k.id, k.earlier_id) order by k.n`, [String(seed)]);
   return { consortium, universities };
 }
 
 /** The consortium, the universities, their campuses, résumé templates and cohorts. */
 async function insertOrganisations(run: Run): Promise<void> {
   await run(`insert into consortia (id, name) values (${uuidOf(`'consortium'`)}, 'Northern Universities Consortium')`);
-  // University names and short names are unique: another seed's data set marks its own.
+  // Another seed's data set marks its universities' names and short names as its own.
   const ofSeed = (text: string, mark: string) => `'${text}' || case when $1::int = ${DEMO_DEFAULTS.seed} then '' else ${mark} end`;
   for (const u of UNIVERSITIES) {
     await run(`insert into universities (id, name, short_name, consortium_id, country, timezone)
