@@ -244,6 +244,41 @@ describe('pds-sync and rows that lost a race', () => {
   });
 });
 
+describe('pds-sync and a resend that fails', () => {
+  test('the batch\'s answer is still counted and reported: it was written before its raced rows were sent again', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pds-sync-resend-'));
+    const proxy = new Proxy(null);
+    proxy.script = (n, req, res) => {
+      req.resume().on('end', () => {
+        if (n === 1) {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
+            counts: { created: 1, updated: 0, unchanged: 0, rejected: 1 }, dropped_fields: [],
+            results: [{ email: 'a@example.edu', status: 'created' }, { email: 'b@example.edu', status: 'rejected', code: 'CONCURRENT_WRITE', message: 'retry the row' }],
+          }));
+        } else {
+          res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'WRITE_NOT_ENABLED', message: 'read token', details: null, hint: null }));
+        }
+      });
+      return true;
+    };
+    const url = await proxy.start();
+    try {
+      await writeFile(join(dir, 'students.csv'), csv([
+        ['email', 'first_name', 'last_name', 'cohort_name', 'is_alumni'], ['a@example.edu', 'A', 'S', 'cs', 'false'], ['b@example.edu', 'B', 'S', 'cs', 'false'],
+      ]));
+      const run = await runSync(['--url', url, '--students', 'students.csv', '--retry-base-ms', '1'], { cwd: dir, env: { PDS_TOKEN: 'pds_not_checked' } });
+      assert.equal(run.code, 1, run.stdout + run.stderr);
+      assert.match(run.stderr, /403 WRITE_NOT_ENABLED/);
+      assert.deepEqual(summaryOf(run.stdout, 'students'), { created: 1, updated: 0, unchanged: 0, rejected: 1 });
+      const report = parse(await readFile(join(dir, 'pds-sync-rejects.csv'), 'utf8'), { columns: true }) as Record<string, string>[];
+      assert.deepEqual(report.map((r) => [r.code, r.email]), [['CONCURRENT_WRITE', 'b@example.edu']]);
+    } finally {
+      await proxy.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('pds-sync stopped by a signal', () => {
   test('SIGTERM mid-run: the report is this run\'s (an earlier one is gone), the answers so far are in it, and the run id to continue with is given', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'pds-sync-signal-'));

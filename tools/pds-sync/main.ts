@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Command } from 'commander';
 import { LIMITS } from '../../src/limits.ts';
 import type { WritableResource } from '../../src/resources/write-shapes.ts';
+import type { StudentRowCode } from '../../src/writes/row-codes.ts';
 import { type BatchResponse, backoffMs, sendBatch } from './client.ts';
 import { type InputFile, type InputRow, readInputFile } from './csv-input.ts';
 import { SyncInputError, SyncRequestError } from './errors.ts';
@@ -43,14 +44,16 @@ interface Outcome {
 }
 
 /** A row a retry can help: it lost a race for its address to another write (the row code says "retry the row"). */
-const RACED = 'CONCURRENT_WRITE';
+const RACED = 'CONCURRENT_WRITE' satisfies StudentRowCode;
 
 /**
- * One batch's answer, its raced rows sent again, on their own, until they are decided or the
- * attempts run out; each resend has a key of its own (`<batch>.<resend>`), so a continued run
- * repeats it. The answer's results and counts are then the rows' last outcomes.
+ * One batch's answer, its raced rows sent again, on their own, until they are decided, the
+ * attempts run out or the run is stopped; each resend has a key of its own (`<batch>.<resend>`),
+ * so a continued run repeats it. The answer's results and counts are the rows' last outcomes,
+ * also when a resend fails (`failure`): the batch was written, and its answer is reported.
  */
-async function answerBatch(plan: SyncPlan, resource: WritableResource, rows: readonly InputRow[], batch: number, progress: Progress): Promise<BatchResponse> {
+async function answerBatch(plan: SyncPlan, resource: WritableResource, rows: readonly InputRow[], batch: number, progress: Progress, stopping: AbortSignal):
+  Promise<{ response: BatchResponse; failure: SyncRequestError | null }> {
   const send = (sent: readonly InputRow[], label: string) => sendBatch(
     { baseUrl: plan.baseUrl, token: plan.token, resource, mode: plan.mode, rows: sent.map((r) => r.body), dryRun: plan.dryRun, runId: plan.runId, batch: label },
     plan.retry,
@@ -64,19 +67,27 @@ async function answerBatch(plan: SyncPlan, resource: WritableResource, rows: rea
   };
   const first = answered(await send(rows, String(batch)), rows.length, String(batch));
   const results = [...first.results];
-  for (let resend = 1; resend < plan.retry.maxAttempts; resend++) {
+  let failure: SyncRequestError | null = null;
+  for (let resend = 1; resend < plan.retry.maxAttempts && !stopping.aborted; resend++) {
     const raced = results.flatMap((result, i) => (result.code === RACED ? [i] : []));
     if (raced.length === 0) break;
     const delayMs = backoffMs(resend, plan.retry, null);
     progress.say(`${resource}: batch ${batch}: ${raced.length} row${raced.length === 1 ? '' : 's'} lost a race to another write (${RACED}); sending ${raced.length === 1 ? 'it' : 'them'} again in ${(delayMs / 1000).toFixed(1)} s`);
     await sleep(delayMs);
+    if (stopping.aborted) break;
     const label = `${batch}.${resend}`;
-    const again = answered(await send(raced.map((i) => rows[i]), label), raced.length, label);
-    raced.forEach((i, j) => { results[i] = again.results[j]; });
+    try {
+      const again = answered(await send(raced.map((i) => rows[i]), label), raced.length, label);
+      raced.forEach((i, j) => { results[i] = again.results[j]; });
+    } catch (error) {
+      if (!(error instanceof SyncRequestError)) throw error;
+      failure = error;
+      break;
+    }
   }
   const counts = emptyTally();
   for (const result of results) counts[result.status]++;
-  return { ...first, counts, results };
+  return { response: { ...first, counts, results }, failure };
 }
 
 async function syncFile(plan: SyncPlan, file: InputFile, progress: Progress, outcome: Outcome, stopping: AbortSignal): Promise<void> {
@@ -87,7 +98,7 @@ async function syncFile(plan: SyncPlan, file: InputFile, progress: Progress, out
   progress.start(file.resource, file.rows.length, batches.length);
   for (const [i, rows] of batches.entries()) {
     if (stopping.aborted) return;
-    const response = await answerBatch(plan, file.resource, rows, i + 1, progress);
+    const { response, failure } = await answerBatch(plan, file.resource, rows, i + 1, progress, stopping);
     // Answered after a signal stopped the run: its report is written already, without this batch.
     if (stopping.aborted) return;
     response.results.forEach((result, j) => {
@@ -96,6 +107,7 @@ async function syncFile(plan: SyncPlan, file: InputFile, progress: Progress, out
       if (file.resource === 'cohorts' && result.status === 'created') outcome.cohortsCreated.add(String(rows[j].body.name));
     });
     progress.batchDone(file.resource, i + 1, response);
+    if (failure) throw failure;
   }
 }
 
@@ -177,12 +189,12 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
   const noted = outcome.reported.length - rejected;
   out.write(`\n${summaryTable(outcome.tallies)}\n`);
   if (rejected > 0) out.write(`Rejected rows: ${rejected}, listed in ${plan.rejectReport}\n`);
-  if (noted > 0) out.write(`Rows applied with notes (read them: the service did not apply all as sent): ${noted}, listed in ${plan.rejectReport}\n`);
   const blocked = plan.dryRun ? blockedByDryRunCohorts(outcome) : 0;
   if (blocked > 0) {
     out.write(`Of those, ${blocked} student rows name a cohort this run would create: a dry run writes no cohort, so they show `
       + 'COHORT_NOT_FOUND here and would not in a real run.\n');
   }
+  if (noted > 0) out.write(`Rows applied with notes (read them: the service did not apply all as sent): ${noted}, listed in ${plan.rejectReport}\n`);
   if (plan.dryRun) out.write('Dry run: nothing was written.\n');
   if (failure) {
     err.write(`pds-sync: ${failure.message}\nThe sync stopped; the summary shows the batches the service answered. `
