@@ -174,6 +174,7 @@ describe('bodies over HTTP', () => {
       assert.equal(response.status, 415, `${encoding}: ${response.body}`);
       assert.equal(response.json.code, 'UNSUPPORTED_MEDIA_TYPE');
       assert.match(response.json.message, new RegExp(`Content-Encoding: ${encoding}, which the service does not decode`));
+      assert.equal(response.headers['accept-encoding'], 'identity');
     }
     assert.deepEqual(await h.sql("select id from students where email = 'gzip.1@example.edu'"), []);
     const identity = await h.request({ method: 'PUT', url: '/v1/students', headers: headers('identity'), payload: Buffer.from(batch) });

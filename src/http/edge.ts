@@ -150,7 +150,9 @@ export const edgeOptions = {
 export const edge = fp(async (app: FastifyInstance) => {
   // Node answers an Expect other than 100-continue itself, with an empty 417, unless asked here.
   app.server.on('checkExpectation', (request: IncomingMessage) => {
-    answerRaw(request.socket, apiError('EXPECTATION_FAILED', String(request.headers.expect)));
+    const answer = apiError('EXPECTATION_FAILED', String(request.headers.expect));
+    app.log.info({ code: answer.code }, 'client error');
+    answerRaw(request.socket, answer);
   });
   app.server.on('request', trackExchange);
   // While closing, a further request on a keep-alive connection that has been answered before

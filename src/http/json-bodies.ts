@@ -75,7 +75,10 @@ export const jsonBodies = fp(async (app: FastifyInstance) => {
       // Compressed bodies are not decoded: a gzipped batch was refused as "not valid UTF-8", and a
       // plain one labelled gzip was written (RFC 9110, section 8.4: 415).
       const contentEncoding = request.headers['content-encoding']?.trim();
-      if (contentEncoding && contentEncoding.toLowerCase() !== 'identity') throw apiError('UNSUPPORTED_MEDIA_TYPE', contentEncoding);
+      if (contentEncoding && contentEncoding.toLowerCase() !== 'identity') {
+        // RFC 9110, section 12.5.3: the refusal names the codings taken.
+        throw apiError('UNSUPPORTED_MEDIA_TYPE', contentEncoding).withHeaders({ 'accept-encoding': 'identity' });
+      }
       const text = decodeJsonBody(bytes as Buffer);
       done(null, isEmpty(text) ? undefined : parseJsonBody(text));
     } catch (error) {

@@ -11,7 +11,7 @@ export type JsonSchema = OpenAPIV3_1.SchemaObject;
 /**
  * The JSON Schema that also admits null: null joins its type list; an enumeration, or a schema
  * without a type, is one alternative of two, null the other. openapi-zod-client turned an
- * enumeration holding null into `z.enum([…, null])`, which does not compile (its issue 236).
+ * enumeration holding null into `z.enum([…, null])`, which does not compile.
  */
 export function withNull(schema: JsonSchema): JsonSchema {
   if (schema.type !== undefined && !schema.enum) {

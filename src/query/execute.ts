@@ -319,18 +319,21 @@ function readStreamed(db: Database, scope: Scope, plan: ReadPlan, mediaType: Str
     };
     db.asPartner(scope, async (tx) => {
       const size = await measureStreamedPage(tx, plan, scope.universityIds, options);
-      const cursor = buildCursorStatement(plan, scope.universityIds);
+      const declareCursor = async () => {
+        const cursor = buildCursorStatement(plan, scope.universityIds);
+        await tx.query(cursor.text, cursor.params);
+      };
       if (options.head) {
         // GET's statement is planned, not run: a column or operator its select list or order
         // cannot take is the HEAD's 4xx too (it was 200, GET's 404).
-        await tx.query(cursor.text, cursor.params);
+        await declareCursor();
         return answer({ ...size, body: null });
       }
       if (size.rows <= LIMITS.wholePageRows) return answer({ ...size, body: await wholeBodyIn(tx, plan, scope.universityIds) });
       const giveBack = options.largePages.take(db.partnerReader(scope).scope.value);
       try {
         const opening = await framing.open(tx, plan);
-        await tx.query(cursor.text, cursor.params);
+        await declareCursor();
         const body = Readable.from(streamedRows(tx, framing, opening, await fetchBatch(tx)), { objectMode: false });
         answer({ ...size, body });
         await finished(body).catch((error: { code?: unknown }) => {

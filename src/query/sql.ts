@@ -217,13 +217,18 @@ function countSql(plan: ReadPlan, tenants: Tenants, params: Parameters, cap?: nu
 }
 
 /**
- * Without a body (HEAD), the page's casts that can fail are still computed on every row (count()
- * of each; an unreferenced column is not), so that HEAD answers the 4xx GET's body would: a
- * `select=email::json` HEAD was 206 where its GET was 400.
+ * The values of the columns c<i> counted: count() of each evaluates it on every row, where an
+ * unreferenced column would not be, so that a cast that fails on any row fails the statement.
+ */
+const countedColumnsSql = (indexes: readonly number[]) => indexes.map((i) => `count(c${i})`).join(' + ');
+
+/**
+ * Without a body (HEAD), the page's casts that can fail are still computed on every row, so that
+ * HEAD answers the 4xx GET's body would: a `select=email::json` HEAD was 206 where its GET was 400.
  */
 function castValuesSql(plan: ReadPlan): string {
-  const counted = plan.output.flatMap((output, i) => (castCanFail(output) ? [`count(c${i})`] : []));
-  return counted.length === 0 ? 'NULL::text' : `(${counted.join(' + ')})::text`;
+  const casts = plan.output.flatMap((output, i) => (castCanFail(output) ? [i] : []));
+  return casts.length === 0 ? 'NULL::text' : `(${countedColumnsSql(casts)})::text`;
 }
 
 /**
@@ -281,8 +286,7 @@ export function buildCastCheckStatement(plan: ReadPlan, tenants: Tenants): State
   const params = new Parameters();
   const columns = casts.map((output, i) => `${outputSql(output, params)} AS c${i}`).join(', ');
   const page = pageSql(plan, tenants, params, columns);
-  // count() of each column evaluates it on every row; an unreferenced column would not be.
-  return { text: `SELECT ${casts.map((_, i) => `count(c${i})`).join(' + ')} AS cast_values FROM (${page}) pds_casts`, params: params.values };
+  return { text: `SELECT ${countedColumnsSql(casts.map((_, i) => i))} AS cast_values FROM (${page}) pds_casts`, params: params.values };
 }
 
 export const PAGE_CURSOR = 'pds_page_rows';

@@ -196,6 +196,7 @@ export const HEADERS = {
   [RATE_LIMIT_HEADERS.reset]: integerHeader('Seconds until the current window ends.'),
   [RESPONSE_HEADERS.preferenceApplied]: { description: 'The preferences of the Prefer header that were honoured, e.g. `tx=rollback` for a dry run.', schema: { type: 'string' } },
   'Retry-After': integerHeader('Seconds to wait before retrying.'),
+  'Accept-Encoding': { description: '`identity`: the one content coding a request body may have; a compressed one is refused.', schema: { type: 'string' } },
   [RESPONSE_HEADERS.idempotentReplayed]: {
     description: '`true`: this is the stored answer of an earlier request with the same `Idempotency-Key`; nothing was written now.',
     schema: { type: 'string', enum: ['true'] },

@@ -38,6 +38,7 @@ export const ERROR_SCHEMA: JsonSchema = {
 
 /** Headers added where the error is raised, beyond the catalogue's own and the rate limit's. */
 const RAISED_ERROR_HEADERS: Readonly<Partial<Record<number, readonly HeaderName[]>>> = {
+  415: ['Accept-Encoding'], // src/http/json-bodies.ts, a compressed body
   416: [RESPONSE_HEADERS.contentRange], // src/http/read-response.ts
   429: ['Retry-After'],
 };
