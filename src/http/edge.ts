@@ -171,8 +171,12 @@ export const edge = fp(async (app: FastifyInstance) => {
   app.server.on('timeout', (socket: Socket) => {
     const last = lastExchanges.get(socket);
     const bodyStalled = last !== undefined && !last.request.complete && !last.response.headersSent && socket.writable;
-    if (bodyStalled && !answeredRaw.has(socket)) answerRaw(socket, apiError('REQUEST_TIMEOUT'));
-    else socket.destroy();
+    if (bodyStalled && !answeredRaw.has(socket)) {
+      app.log.info({ code: 'REQUEST_TIMEOUT' }, 'client error');
+      answerRaw(socket, apiError('REQUEST_TIMEOUT'));
+    } else {
+      socket.destroy();
+    }
   });
   app.addHook('onRequest', async (request, reply) => {
     // Parsed behind a request answered raw: that answer closes the connection, and this one never runs.
