@@ -49,14 +49,14 @@ const LARGEST_PORT = 65_535;
 /** A TCP port: 1 to LARGEST_PORT. */
 const port = (env: string, fallback: number, meaning: string) => integer(env, fallback, meaning, String(fallback), LARGEST_PORT);
 
-/** A PostgreSQL connection URL (postgres:// or postgresql://, as postgres.js reads them). */
-const postgresUrl = (env: string, meaning: string): Setting<string | undefined> => ({
+/** A server's URL of one of `protocols`, as its driver reads them; `example` shows one. */
+const serverUrl = (env: string, meaning: string, server: string, protocols: readonly string[], example: string): Setting<string | undefined> => ({
   env, meaning, shown: 'unset',
   read(raw) {
     if (!given(raw)) return undefined;
     const protocol = URL.canParse(raw) ? new URL(raw).protocol : null;
-    if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
-      throw new Error(`${env} must be a PostgreSQL URL such as postgres://user:password@host:5432/database, got one ${protocol ? `of scheme ${protocol}` : 'that does not parse'}`);
+    if (protocol === null || !protocols.includes(protocol)) {
+      throw new Error(`${env} must be a ${server} URL such as ${example}, got one ${protocol ? `of scheme ${protocol}` : 'that does not parse'}`);
     }
     return raw;
   },
@@ -90,19 +90,6 @@ const oneOf = (env: string, fallback: string, values: readonly string[], meaning
   read(raw) {
     if (!given(raw)) return fallback;
     if (!values.includes(raw)) throw new Error(`${env} must be one of ${values.join(', ')}, got "${raw}"`);
-    return raw;
-  },
-});
-
-/** A Redis URL (redis:// or rediss://, as ioredis reads them); another was taken, and the limits failed open for good. */
-const redisUrl = (env: string, meaning: string): Setting<string | undefined> => ({
-  env, meaning, shown: 'unset',
-  read(raw) {
-    if (!given(raw)) return undefined;
-    const protocol = URL.canParse(raw) ? new URL(raw).protocol : null;
-    if (protocol !== 'redis:' && protocol !== 'rediss:') {
-      throw new Error(`${env} must be a Redis URL such as redis://host:6379, got one ${protocol ? `of scheme ${protocol}` : 'that does not parse'}`);
-    }
     return raw;
   },
 });
@@ -145,11 +132,14 @@ function onOff(env: string, fallback: boolean, meaning: string): Setting<boolean
 export const SETTINGS = {
   port: port('PORT', 8080, 'HTTP port'),
   host: text('HOST', '127.0.0.1', 'listen address'),
-  databaseUrl: postgresUrl('DATABASE_URL', 'PostgreSQL 15+ server; unset means the embedded PGlite'),
+  // As postgres.js reads them.
+  databaseUrl: serverUrl('DATABASE_URL', 'PostgreSQL 15+ server; unset means the embedded PGlite', 'PostgreSQL', ['postgres:', 'postgresql:'],
+    'postgres://user:password@host:5432/database'),
   dataDir: text('PDS_DATA_DIR', './.pds-data', 'PGlite\'s data folder, locked by one process at a time (`pds.lock`)'),
   adminKey: optional('PDS_ADMIN_KEY', 'enables the operator API `/admin/v1` with this bearer key'),
   metricsKey: optional('PDS_METRICS_KEY', 'when set, `GET /metrics` needs `Authorization: Bearer` this key; unset, it is open'),
-  redisUrl: redisUrl('REDIS_URL', 'share rate-limit counts between instances through Redis'),
+  // As ioredis reads them; another was taken, and the limits failed open for good.
+  redisUrl: serverUrl('REDIS_URL', 'share rate-limit counts between instances through Redis', 'Redis', ['redis:', 'rediss:'], 'redis://host:6379'),
   trustProxy: trustedRanges('PDS_TRUST_PROXY', 'the load balancers\' addresses or CIDR ranges, comma-separated: their `X-Forwarded-For` names the source IP the limits count; unset, the TCP peer is the source'),
   readLimitPerMin: integer('PDS_READ_LIMIT_PER_MIN', 600, 'list requests per minute per source IP'),
   writeLimitPerMin: integer('PDS_WRITE_LIMIT_PER_MIN', 60, 'write requests per minute per token'),

@@ -27,8 +27,14 @@ interface Started {
 const children: ChildProcess[] = [];
 after(() => children.forEach((c) => c.exitCode === null && c.kill('SIGKILL')));
 
-function start(dataDir: string, port: number, env: Record<string, string> = {}): Started {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+/** The service as a process manager runs it. */
+const SERVICE_COMMAND = [process.execPath, '--import', 'tsx', 'src/main.ts'];
+
+/** `npm start`, through the npm that runs the tests when there is one. */
+const NPM_START = process.env.npm_execpath ? [process.execPath, process.env.npm_execpath, 'start'] : ['npm', 'start'];
+
+function start(dataDir: string, port: number, env: Record<string, string> = {}, [command, ...args] = SERVICE_COMMAND): Started {
+  const child = spawn(command, args, {
     env: { ...process.env, PDS_DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', DATABASE_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -183,22 +189,13 @@ describe('npm start and its data folder and port', () => {
 
   test('npm start passes SIGTERM on to the service, which shuts down: the sh between them left it serving, orphaned', async () => {
     const npmPort = await freePort();
-    const npmCli = process.env.npm_execpath;
-    const child = spawn(npmCli ? process.execPath : 'npm', [...(npmCli ? [npmCli] : []), 'start'], {
-      env: { ...process.env, PDS_DATA_DIR: await folder(), PORT: String(npmPort), LOG_LEVEL: 'info', DATABASE_URL: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (chunk) => { stdout += chunk; });
-    child.stderr!.on('data', (chunk) => { stderr += chunk; });
-    const token = await serving({ child, stdout: () => stdout, stderr: () => stderr });
+    const started = start(await folder(), npmPort, { LOG_LEVEL: 'info' }, NPM_START);
+    const token = await serving(started);
     assert.equal(await status(npmPort, token), 200);
-    child.kill('SIGTERM');
-    await once(child, 'exit');
+    started.child.kill('SIGTERM');
+    await once(started.child, 'exit');
     await new Promise((r) => setTimeout(r, 500));
-    assert.match(stdout, /"msg":"shutting down"/);
+    assert.match(started.stdout(), /"msg":"shutting down"/);
     await assert.rejects(fetch(`http://127.0.0.1:${npmPort}/healthz`), 'the service still answers');
   });
 
