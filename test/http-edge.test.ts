@@ -441,6 +441,9 @@ describe('the rate-limit store (Redis) down', () => {
     });
     assert.deepEqual(stderr, []);
     assert.equal(logged(lines, 'rate-limit store unavailable'), 1);
+    // Its cause is named: the count's own error said only that no command could be sent.
+    const outage = lines.map((line) => JSON.parse(line)).find((entry) => entry.msg?.startsWith('rate-limit store unavailable'));
+    assert.match(String(outage.cause), /ECONNREFUSED/);
   });
 
   if (process.env.TEST_REDIS_URL) {

@@ -72,7 +72,8 @@ function rateLimited(request: FastifyRequest, kind: RateLimitKind, max: number, 
     .withHeaders({ ...limitHeaders({ max, remaining: 0, ttlInSeconds: Number(reset) }), 'retry-after': reset });
 }
 
-function connectRedis(url: string): Redis {
+/** A Redis connection, and the last error its connection met (a refusal, a timeout, a failed login). */
+function connectRedis(url: string): { redis: Redis; lastConnectionError: () => string | undefined } {
   const redis = new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -81,16 +82,22 @@ function connectRedis(url: string): Redis {
     retryStrategy: (attempt) => Math.min(attempt * 100, REDIS_MAX_RECONNECT_DELAY_MS),
   });
   // The connection's errors repeat at every failed reconnect; the counts' failures are what the
-  // log reports (sharedCounts), once per outage. Without a listener ioredis writes each to stderr.
-  redis.on('error', () => {});
-  return redis;
+  // log reports (sharedCounts), once per outage, with the last of these as its cause. Without a
+  // listener ioredis writes each to stderr.
+  let last: string | undefined;
+  redis.on('error', (error: Error) => { last = error.message; });
+  redis.on('ready', () => { last = undefined; });
+  return { redis, lastConnectionError: () => last };
 }
 
-/** One log line when the counts cannot reach Redis, and one when they can again. */
-function logAvailability(app: FastifyInstance) {
+/**
+ * One log line when the counts cannot reach Redis, naming why (the count's own error said only
+ * that no command could be sent), and one when they can again.
+ */
+function logAvailability(app: FastifyInstance, lastConnectionError: () => string | undefined) {
   return (available: boolean, error?: Error) => {
     if (available) app.log.info('rate-limit store available again; limits enforced');
-    else app.log.warn({ error: error?.message }, 'rate-limit store unavailable; limits fail open until it returns');
+    else app.log.warn({ error: error?.message, cause: lastConnectionError() }, 'rate-limit store unavailable; limits fail open until it returns');
   };
 }
 
@@ -110,8 +117,8 @@ const REDIS_KEY_PREFIX = 'pds-rate-limit:';
  */
 async function sharedCounts(app: FastifyInstance, redisUrl: string | undefined): Promise<FastifyRateLimitStoreCtor | undefined> {
   if (!redisUrl) return undefined;
-  const redis = connectRedis(redisUrl);
-  const server = failingFast(redisCountServer(redis, REDIS_KEY_PREFIX), REDIS_RETRY_MS, logAvailability(app));
+  const { redis, lastConnectionError } = connectRedis(redisUrl);
+  const server = failingFast(redisCountServer(redis, REDIS_KEY_PREFIX), REDIS_RETRY_MS, logAvailability(app, lastConnectionError));
   // The plugin makes its one store itself; the instance is kept to stop its syncing on close.
   let made: SharedCounts | undefined;
   class RedisCounts extends SharedCounts {
