@@ -53,8 +53,15 @@ function writeRaw(socket: Socket, answer: ApiError): void {
   setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
 }
 
-/** Per socket, the responses not yet finished, by their requests (pipelined requests are answered in order). */
-const openExchanges = new WeakMap<Socket, Map<IncomingMessage, ServerResponse>>();
+/** What a socket has carried: its first request, its last with the response, and the responses not yet finished. */
+interface SocketExchanges {
+  readonly first: IncomingMessage;
+  last: { readonly request: IncomingMessage; readonly response: ServerResponse };
+  /** Pipelined requests are answered in order: a raw answer waits for these. */
+  readonly open: Set<ServerResponse>;
+}
+
+const exchanges = new WeakMap<Socket, SocketExchanges>();
 
 /**
  * Sockets answered raw, or about to be: the answer ends the connection, so requests parsed
@@ -66,15 +73,16 @@ const answeredRaw = new WeakSet<Socket>();
 
 function trackExchange(request: IncomingMessage, response: ServerResponse): void {
   if (answeredRaw.has(request.socket)) return;
-  let open = openExchanges.get(request.socket);
-  if (!open) openExchanges.set(request.socket, open = new Map());
-  open.set(request, response);
-  response.once('close', () => open.delete(request));
+  let carried = exchanges.get(request.socket);
+  if (!carried) exchanges.set(request.socket, carried = { first: request, last: { request, response }, open: new Set() });
+  carried.last = { request, response };
+  carried.open.add(response);
+  const { open } = carried;
+  response.once('close', () => open.delete(response));
 }
 
 /** The responses still being given on the socket to requests received whole. */
-const pendingResponses = (socket: Socket) =>
-  [...(openExchanges.get(socket) ?? [])].filter(([request]) => request.complete).map(([, response]) => response);
+const pendingResponses = (socket: Socket) => [...(exchanges.get(socket)?.open ?? [])].filter((response) => response.req.complete);
 
 function writeAfterPending(socket: Socket, answer: ApiError): void {
   const pending = pendingResponses(socket);
@@ -159,8 +167,6 @@ export const edge = fp(async (app: FastifyInstance) => {
   // gets 503 (Fastify's own has another body shape); the first request of a connection accepted
   // before the close is served, however late it reaches the router.
   let closing = false;
-  /** The last request of each socket that reached the router, and its response. */
-  const lastExchanges = new WeakMap<Socket, { request: IncomingMessage; response: ServerResponse }>();
   app.addHook('preClose', async () => {
     closing = true;
   });
@@ -169,7 +175,7 @@ export const edge = fp(async (app: FastifyInstance) => {
   // the request timeout answers a body that trickles. At the defaults both are 30 s, and the
   // silent close came first. With this listener Node closes none itself.
   app.server.on('timeout', (socket: Socket) => {
-    const last = lastExchanges.get(socket);
+    const last = exchanges.get(socket)?.last;
     const bodyStalled = last !== undefined && !last.request.complete && !last.response.headersSent && socket.writable;
     if (bodyStalled && !answeredRaw.has(socket)) {
       app.log.info({ code: 'REQUEST_TIMEOUT' }, 'client error');
@@ -181,10 +187,10 @@ export const edge = fp(async (app: FastifyInstance) => {
   app.addHook('onRequest', async (request, reply) => {
     // Parsed behind a request answered raw: that answer closes the connection, and this one never runs.
     if (answeredRaw.has(request.raw.socket)) return reply.hijack();
-    if (closing && lastExchanges.has(request.raw.socket)) {
+    const carried = exchanges.get(request.raw.socket);
+    if (closing && carried && carried.first !== request.raw) {
       throw apiError('SHUTTING_DOWN').withHeaders({ connection: 'close' });
     }
-    lastExchanges.set(request.raw.socket, { request: request.raw, response: reply.raw });
     // Node's own answer to a missing Host is an empty 400; this one has the documented body.
     if (request.raw.httpVersion === '1.1' && request.raw.headers.host === undefined) {
       throw apiError('BAD_REQUEST', 'host').withHeaders({ connection: 'close' });
