@@ -223,6 +223,77 @@ describe('answers below the routes have the documented error body', () => {
   });
 });
 
+/**
+ * Sends `head` and waits for the first answer: after a 100 Continue it sends `body` and reads the
+ * rest. `head` asks for Connection: close, so the server's close ends the exchange.
+ */
+function sendExpectingContinue(port: number, head: string, body: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const received: Buffer[] = [];
+    let bodySent = false;
+    const giveUp = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no end after: ${Buffer.concat(received).toString('latin1')}`));
+    }, 8_000);
+    socket.on('data', (chunk) => {
+      received.push(chunk);
+      const text = Buffer.concat(received).toString('latin1');
+      if (!bodySent && text.startsWith('HTTP/1.1 100 ') && text.includes('\r\n\r\n')) {
+        bodySent = true;
+        socket.write(body);
+      }
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearTimeout(giveUp);
+      resolve(Buffer.concat(received).toString('latin1'));
+    });
+    socket.on('connect', () => socket.write(head));
+  });
+}
+
+describe('Expect: 100-continue', () => {
+  let h: Harness;
+  let port: number;
+  before(async () => {
+    h = await Harness.start('pglite', { demoStudents: 3 });
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (h.app.server.address() as AddressInfo).port;
+  });
+  after(() => h.close());
+
+  const batch = (email: string, cohort: string) => JSON.stringify({ students: [{ email, first_name: 'Ex', last_name: 'Pect', cohort_name: cohort, is_alumni: false }] });
+  const head = (token: string, contentType: string, length: number) => 'PUT /v1/students HTTP/1.1\r\nHost: x\r\nConnection: close\r\n'
+    + `Authorization: Bearer ${token}\r\nContent-Type: ${contentType}\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`;
+
+  test('a batch the service will read is told to come, then written', async () => {
+    const token = h.demo!.universities[0].write_token;
+    const [{ name: cohort }] = (await h.get('/v1/cohorts?select=name&limit=1', token)).json;
+    const body = batch('expect.continue@example.edu', cohort);
+    const text = await sendExpectingContinue(port, head(token, 'application/json', Buffer.byteLength(body)), body);
+    const [interim, final] = responsesIn(text);
+    assert.equal(interim.status, 100);
+    assert.equal(final.status, 200);
+    assert.equal(JSON.parse(final.body).results[0].status, 'created');
+  });
+
+  // Node sent 100 Continue for each at once, and the client sent a body nobody read.
+  const refusedUnread: [string, () => string, number, string][] = [
+    ['a wrong token', () => head('pds_wrong', 'application/json', 2_000), 401, 'UNAUTHORIZED'],
+    ['a read token', () => head(h.demo!.universities[0].read_token, 'application/json', 2_000), 403, 'WRITE_NOT_ENABLED'],
+    ['a body over the size limit', () => head(h.demo!.universities[0].write_token, 'application/json', 5 * 1024 * 1024), 413, 'PAYLOAD_TOO_LARGE'],
+    ['a body that is not JSON', () => head(h.demo!.universities[0].write_token, 'text/csv', 2_000), 415, 'UNSUPPORTED_MEDIA_TYPE'],
+  ];
+  for (const [name, requestHead, status, code] of refusedUnread) {
+    test(`${name} is refused without a 100 Continue, its body never asked for`, async () => {
+      const received = responsesIn(await sendExpectingContinue(port, requestHead(), '{}'));
+      assert.deepEqual(received.map((r) => r.status), [status]);
+      assert.equal(JSON.parse(received[0].body).code, code);
+    });
+  }
+});
+
 describe('CONNECT pipelined behind a page being streamed', () => {
   let h: Harness;
   let port: number;

@@ -162,6 +162,19 @@ export const edge = fp(async (app: FastifyInstance) => {
     app.log.info({ code: answer.code }, 'client error');
     answerRaw(request.socket, answer);
   });
+  // Node sends 100 Continue as soon as it has the headers, so a client was told to send a
+  // 500-row batch that a wrong token, the write limit or the body's size then refused unread.
+  // The interim answer now goes when the body is first read (Fastify's body parser), after every
+  // check that refuses a request without reading it (RFC 9110, section 10.1.1 lets the final
+  // answer come instead).
+  app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    request.on('newListener', function continueOnRead(event: string) {
+      if (event !== 'data' && event !== 'readable') return;
+      request.off('newListener', continueOnRead);
+      if (!response.headersSent) response.writeContinue();
+    });
+    app.server.emit('request', request, response);
+  });
   app.server.on('request', trackExchange);
   // While closing, a further request on a keep-alive connection that has been answered before
   // gets 503 (Fastify's own has another body shape); the first request of a connection accepted
