@@ -35,7 +35,7 @@ const BAD_REQUEST_TEXTS = {
   syntax: { message: 'The request is not valid HTTP/1.1.', hint: 'Check the request line, header syntax, Content-Length and Transfer-Encoding.' },
   encoding: { message: 'The request path is not valid percent-encoded UTF-8.' },
   route: { message: 'The request could not be routed.' },
-  host: { message: 'An HTTP/1.1 request needs a Host header.' },
+  host: { message: 'An HTTP/1.1 request needs one Host header, naming a host and an optional port.' },
 } as const satisfies Record<string, ErrorText>;
 const UNAUTHORIZED_MESSAGES = {
   missing: 'The request carries no bearer token.',

@@ -116,6 +116,9 @@ describe('answers below the routes have the documented error body', () => {
     ['a percent-escape that is not UTF-8', ['GET /v1/stud%ffents HTTP/1.1\r\nHost: x\r\n\r\n'], 400, 'BAD_REQUEST'],
     ['a 70,000-character URL', [`GET /v1/students?select=${'a'.repeat(70_000)} HTTP/1.1\r\nHost: x\r\n\r\n`], 431, 'HEADERS_TOO_LARGE'],
     ['no Host header', ['GET /v1/students HTTP/1.1\r\n\r\n'], 400, 'BAD_REQUEST'],
+    // RFC 9112, section 3.2: Node kept the first of two Host headers, and any value.
+    ['two Host headers', ['GET /v1/students HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n'], 400, 'BAD_REQUEST'],
+    ['a Host that is no host', ['GET /v1/students HTTP/1.1\r\nHost: a b/c\r\n\r\n'], 400, 'BAD_REQUEST'],
     ['an Expect other than 100-continue', ['GET /v1/students HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n'], 417, 'EXPECTATION_FAILED'],
     ['headers that never finish (408)', ['GET /v1/students HTTP/1.1\r\nHost: x\r\n'], 408, 'REQUEST_TIMEOUT'],
   ];

@@ -28,6 +28,22 @@ function requestIdOf(request: IncomingMessage): string {
   return typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
 
+/** A uri-host with an optional port (RFC 3986, section 3.2.2); empty is one too. */
+const HOST_VALUE = /^(?:\[[\w:.~!$&'()*+,;=-]+\]|[\w.~!$&'()*+,;=%-]*)(?::\d*)?$/;
+
+/**
+ * Whether the request has the Host RFC 9112 (section 3.2) requires: exactly one, with a valid
+ * value, or none in HTTP/1.0. Any other is 400 there.
+ */
+function hostIsValid(request: IncomingMessage): boolean {
+  let hosts = 0;
+  for (let i = 0; i < request.rawHeaders.length; i += 2) {
+    if (request.rawHeaders[i].length === 4 && request.rawHeaders[i].toLowerCase() === 'host') hosts += 1;
+  }
+  if (hosts === 0) return request.httpVersion !== '1.1';
+  return hosts === 1 && HOST_VALUE.test(request.headers.host ?? '');
+}
+
 function parserErrorToApiError(error: NodeJS.ErrnoException): ApiError {
   switch (error.code) {
     case 'ERR_HTTP_REQUEST_TIMEOUT':
@@ -205,9 +221,8 @@ export const edge = fp(async (app: FastifyInstance) => {
       throw apiError('SHUTTING_DOWN').withHeaders({ connection: 'close' });
     }
     // Node's own answer to a missing Host is an empty 400; this one has the documented body.
-    if (request.raw.httpVersion === '1.1' && request.raw.headers.host === undefined) {
-      throw apiError('BAD_REQUEST', 'host').withHeaders({ connection: 'close' });
-    }
+    // Node kept the first of several Host headers, and any value.
+    if (!hostIsValid(request.raw)) throw apiError('BAD_REQUEST', 'host').withHeaders({ connection: 'close' });
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header(RESPONSE_HEADERS.requestId, request.id);
