@@ -139,6 +139,11 @@ describe('validateStudentRow', () => {
     ['a date in another form', { email: 'a@u.edu', graduation_date: '06/30/2023' }, 'patch', 'INVALID_FIELD'],
     ['a blank external_id', { email: 'a@u.edu', external_id: ' ' }, 'patch', 'INVALID_FIELD'],
     ['a row that is not an object', [] as unknown as Record<string, unknown>, 'patch', 'INVALID_FIELD'],
+    // A length holds for the value as stored, trimmed: these were INVALID_FIELD for their spaces.
+    ['an address of 254 characters with spaces around it', { email: ` ${'a'.repeat(244)}@u.edu.org ` }, 'patch', null],
+    ['an external_id of 100 characters with spaces around it', { email: 'a@u.edu', external_id: `  ${'e'.repeat(100)}  ` }, 'patch', null],
+    ['a first_name of 200 characters with spaces around it', { email: 'a@u.edu', first_name: ` ${'f'.repeat(200)} ` }, 'patch', null],
+    ['a first_name of 201 characters once trimmed', { email: 'a@u.edu', first_name: ` ${'f'.repeat(201)} ` }, 'patch', 'INVALID_FIELD'],
   ];
   for (const [name, fields, mode, code] of cases) {
     test(`${name} → ${code ?? 'valid'}`, () => {
@@ -321,6 +326,8 @@ describe('cohort rows', () => {
     ['an intake term outside the four', [{ name: 'new', ...full, intake_term: 'fall' }], 'put', ['INVALID_FIELD']],
     ['a blank name', [{ name: '', ...full }], 'put', ['INVALID_NAME']],
     ['a template name with spaces around it, on create', [{ name: 'new', ...full, resume_template_names: [' Classic '] }], 'put', ['create']],
+    ['a name and a display_name of 200 characters with spaces around them', [{ ...full, name: `  ${'n'.repeat(200)}  `, display_name: ` ${'d'.repeat(200)} ` }], 'put', ['create']],
+    ['a name of 201 characters once trimmed', [{ ...full, name: ` ${'n'.repeat(201)} ` }], 'put', ['INVALID_NAME']],
     ['the templates the cohort holds (none), then a blank template name', [{ name: 'cs', resume_template_names: [] }, { name: 'cs', resume_template_names: ['  '] }], 'patch', ['unchanged', 'INVALID_FIELD']],
   ];
   for (const [name, rows, mode, expected] of cases) test(`${name} → ${expected.join(', ')}`, () => assert.deepEqual(outcome(rows, mode), expected));

@@ -5,7 +5,8 @@
  * both are kept out by validation, row by row, and a key looked up before its row is validated
  * is left out when it holds a NUL (src/writes/student-rows.ts, sentStudentKeys). Lengths count
  * characters (code points), as JSON Schema's maxLength does; 200 characters are at most 800
- * bytes of UTF-8.
+ * bytes of UTF-8. They hold for a value as stored, trimmed: a name padded past its length with
+ * spaces it loses was refused.
  * An unpaired surrogate (JSON's `"\ud800"`) is refused as well: UTF-8 cannot carry one, so the
  * driver stores U+FFFD in its place, and a name or key matched as sent would not match what was
  * stored (a PUT of cohort `"a\ud800"` created a new cohort of that name on every replay).
@@ -53,12 +54,12 @@ const characterCount = (value: string) => {
 /** Whether `value` holds more than `maxLength` characters (code points, as JSON Schema's maxLength counts). */
 export const longerThan = (value: string, maxLength: number) => value.length > maxLength && characterCount(value) > maxLength;
 
-/** Why `value` is not acceptable single-line text of at most `maxLength` characters, or null. */
+/** Why `value` is not acceptable single-line text of at most `maxLength` characters once trimmed, or null. */
 export function textProblem(field: string, value: string, maxLength: number): string | null {
   if (hasRefusedCharacter(value)) {
     return CONTROL_CHARACTER.test(value) ? `${field} must not contain control characters (such as NUL, tab or line breaks).`
       : `${field} must be Unicode text: it holds an unpaired surrogate (a lone \\ud800-\\udfff escape).`;
   }
-  if (longerThan(value, maxLength)) return `${field} must be at most ${maxLength} characters.`;
+  if (longerThan(value.trim(), maxLength)) return `${field} must be at most ${maxLength} characters.`;
   return null;
 }
