@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { LIMITS } from '../src/limits.ts';
 import { Harness, type Response, storeBackends } from './support/harness.ts';
@@ -176,6 +176,16 @@ for (const backend of storeBackends()) {
         assert.deepEqual((await h.admin('GET', `/tokens/${token.json.id}`)).json, record);
       });
 
+      test("a consortium's new member is in its tokens' next read on this instance (it came after the token cache's 5 s)", async () => {
+        const consortium = (await h.admin('POST', '/consortia', { name: unique('Growing Alliance') })).json;
+        const first = (await h.admin('POST', '/universities', { name: unique('First Member'), consortium_id: consortium.id })).json;
+        const token = (await h.admin('POST', '/tokens', { consortium_id: consortium.id })).json.token;
+        const members = async () => (await h.get('/v1/universities?select=id&order=id', token)).json.map((u: { id: string }) => u.id);
+        assert.deepEqual(await members(), [first.id]);
+        const second = (await h.admin('POST', '/universities', { name: unique('Second Member'), consortium_id: consortium.id })).json;
+        assert.deepEqual(await members(), [first.id, second.id].sort());
+      });
+
       test('filters: universities by consortium and name, campuses and templates by university', async () => {
         const members = await h.sql<{ id: string }>('select id from universities where consortium_id = $1 order by created_at, id', [consortiumId]);
         const byConsortium = await allPages(`/universities?consortium_id=${consortiumId}`);
@@ -227,6 +237,11 @@ for (const backend of storeBackends()) {
         const revoked = (await h.admin('POST', '/tokens', { university_id: university.id })).json;
         const expired = (await h.admin('POST', '/tokens', { university_id: university.id, expires_at: '2999-01-01T00:00:00Z' })).json;
         assert.equal((await h.admin('DELETE', `/tokens/${revoked.id}`)).status, 204);
+        const revokedAt = (await h.admin('GET', `/tokens/${revoked.id}`)).json.revoked_at;
+        // A retried revocation succeeds and changes nothing: it was 404, which names an unknown id.
+        assert.equal((await h.admin('DELETE', `/tokens/${revoked.id}`)).status, 204);
+        assert.equal((await h.admin('GET', `/tokens/${revoked.id}`)).json.revoked_at, revokedAt);
+        expectError(await h.admin('DELETE', `/tokens/${randomUUID()}`), 404, 'NOT_FOUND', /No token has that id/);
         await h.sql(`update tokens set expires_at = now() - interval '1 second' where id = $1`, [expired.id]);
 
         const listed = await h.admin('GET', `/tokens?university_id=${university.id}`);

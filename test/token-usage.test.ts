@@ -144,6 +144,34 @@ describe('token lookups', () => {
   });
 });
 
+describe('a revocation during a lookup of its token', () => {
+  test('takes effect at the next request: the lookup under way, which read the token active, is not cached (it was, for the cache time)', async () => {
+    let lookups = 0;
+    let active = true;
+    let release = () => {};
+    const db = {
+      asOperator: async <T>(fn: (tx: Queryable) => Promise<T>) => {
+        lookups += 1;
+        const found = active ? [row] : [];
+        if (lookups === 1) await new Promise<void>((resolve) => { release = resolve; });
+        return fn({ query: async () => found } as unknown as Queryable);
+      },
+    } as unknown as Database;
+    const instance = new TokenAuthenticator(db);
+    const inFlight = instance.authenticate('pds_any-token');
+    await new Promise((resolve) => setImmediate(resolve));
+    // The operator API revokes the token and forgets it while the lookup is still under way.
+    active = false;
+    instance.forget(row.id);
+    const joinedAfter = instance.authenticate('pds_any-token');
+    release();
+    assert.equal((await inFlight)?.tokenId, row.id);
+    assert.equal(await joinedAfter, null);
+    assert.equal(await instance.authenticate('pds_any-token'), null);
+    assert.equal(lookups, 2);
+  });
+});
+
 describe('recording a use never fails or holds up the request', () => {
   /** A store that finds the token and then fails or hangs on the write. */
   const storeWhoseWrites = (write: () => Promise<never>): Database => ({

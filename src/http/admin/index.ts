@@ -35,7 +35,7 @@ export interface OperatorApiOptions {
 export async function operatorApi(app: FastifyInstance, options: OperatorApiOptions): Promise<void> {
   const { db, tokens } = options;
   app.addHook('onRequest', requireAdminKey(options.adminKey, options.authFailures));
-  await app.register(onboardingRoutes, { db });
+  await app.register(onboardingRoutes, { db, tokens });
   await app.register(recordRoutes, { db });
   await app.register(tokenRoutes, { db, tokens });
   await app.register(studentRoutes, { db });

@@ -6,6 +6,7 @@ import { type FastifyPluginAsyncTypebox, Type } from '@fastify/type-provider-typ
 import type { FastifyReply } from 'fastify';
 import type { Database } from '../../db/database.ts';
 import type { Queryable, Row } from '../../db/store.ts';
+import type { TokenAuthenticator } from '../../domain/tokens.ts';
 import {
   createAccount, createCampus, createCohortInApp, createConsortium, createResumeTemplate, createUniversity,
 } from '../../domain/onboarding.ts';
@@ -24,7 +25,7 @@ const accountBody = closedBody({
   email, kind: Type.Enum(['staff', 'self_serve']), university_id: Type.Optional(nullable(uuid)),
 });
 
-export const onboardingRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
+export const onboardingRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: TokenAuthenticator }> = async (app, { db, tokens }) => {
   /** A handler that creates one record from the body, as the operator, and answers 201 with it. */
   const creates = <Body>(create: (tx: Queryable, body: Body) => Promise<Row>) =>
     async (request: { body: Body }, reply: FastifyReply) => {
@@ -33,7 +34,12 @@ export const onboardingRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = asy
     };
 
   app.post('/consortia', { schema: { body: consortiumBody, response: { 201: recordSchema('consortia') } } }, creates(createConsortium));
-  app.post('/universities', { schema: { body: universityBody, response: { 201: recordSchema('universities') } } }, creates(createUniversity));
+  app.post('/universities', { schema: { body: universityBody, response: { 201: recordSchema('universities') } } }, async (request, reply) => {
+    const university = await creates(createUniversity)(request, reply);
+    // The consortium's tokens read the new member from their next request here, not after the cache time.
+    if (request.body.consortium_id) tokens.forgetConsortium(request.body.consortium_id);
+    return university;
+  });
   app.post('/campuses', { schema: { body: campusBody, response: { 201: recordSchema('campuses') } } }, creates(createCampus));
   app.post('/resume-templates', {
     schema: { body: resumeTemplateBody, response: { 201: recordSchema('resume-templates') } },

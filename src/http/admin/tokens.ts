@@ -78,7 +78,7 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: Toke
   app.delete('/tokens/:id', { schema: { params: idParams, body: noBody } }, async (request, reply) => {
     const { id } = request.params;
     const revoked = await db.asOperator((tx) => revokeToken(tx, id));
-    if (!revoked) throw apiError('NOT_FOUND', 'No active token has that id.');
+    if (!revoked) throw apiError('NOT_FOUND', 'No token has that id.');
     tokens.forget(id);
     return reply.code(204).send();
   });
