@@ -235,6 +235,31 @@ for (const backend of storeBackends()) {
       assert.equal(unkeyed.json.results[0].code, 'ALREADY_EXISTS', 'without the key the retry is a second create');
     });
 
+    test("erasing a student drops the kept answers that name it: a retry runs again, and nothing serves the erased address (a replay did, for a day)", async () => {
+      const name = unique('erased');
+      await write({ rows: [cohort(name)] });
+      const email = `${name}@eastbrook.example.edu`;
+      const row = { email, first_name: 'Era', last_name: 'Sed', cohort_name: name, is_alumni: false };
+      const created = await write({ key: randomUUID(), resource: 'students', rows: [row] });
+      const id = created.json.results[0].id;
+      // A refused row names the address as sent, not the id.
+      const refusedKey = randomUUID();
+      await write({ key: refusedKey, resource: 'students', rows: [{ ...row, email: ` ${email.toUpperCase()}`, phone: 'none' }] });
+      const otherKey = randomUUID();
+      await write({ key: otherKey, resource: 'students', rows: [{ ...row, email: `other-${email}` }] });
+      const createdKey = (await h.sql<{ key: string }>('select key from idempotency_keys where response_body like $1', [`%${id}%`]))[0].key;
+      assert.equal((await h.admin('DELETE', `/students/${id}`)).status, 204);
+      const kept = await h.sql<{ body: string }>('select response_body as body from idempotency_keys where university_id = $1', [university]);
+      const named = kept.flatMap(({ body }) => (body === null ? [] : JSON.parse(body).results))
+        .filter((result: { id?: string; email: string }) => result.id === id || result.email.trim().toLowerCase() === email);
+      assert.deepEqual(named, [], 'a kept answer names the erased student');
+      assert.deepEqual(await keyRows(refusedKey), []);
+      assert.equal((await keyRows(otherKey)).length, 1, "another student's answer is kept");
+      const retry = await write({ key: createdKey, resource: 'students', rows: [row] });
+      assert.equal(retry.headers['idempotent-replayed'], undefined);
+      assert.equal(retry.json.results[0].code, 'ACCOUNT_DELETED');
+    });
+
     test('the same key with another body, method, resource or Prefer is 422 IDEMPOTENCY_KEY_REUSED, and nothing is written', async () => {
       const key = randomUUID();
       const name = unique('reused');

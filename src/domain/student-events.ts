@@ -3,6 +3,7 @@
  * app, verification of a secondary address, erasure, and the alumni-flag history. The
  * derivation moments among them use the same pure rules as partner writes.
  */
+import { arrayLiteral } from '../db/array-literal.ts';
 import type { Database } from '../db/database.ts';
 import { type ChangeSeq, lockUniversity } from '../db/locks.ts';
 import type { Queryable } from '../db/store.ts';
@@ -134,7 +135,15 @@ export function eraseStudent(db: Database, studentId: string): Promise<void> {
       `update accounts set email = null, erased_at = now(), erased_email_hash = $3, erased_external_id_hash = $4
        where id = $1 and university_id = $2`,
       [...key, sha256Hex(student.email), student.external_id === null ? null : sha256Hex(student.external_id)]);
-    await markErasedAddresses(tx, [student.email, ...secondaries.map((s) => s.email)]);
+    const addresses = [student.email, ...secondaries.map((s) => s.email)];
+    await markErasedAddresses(tx, addresses);
+    // Kept answers to writes (src/domain/idempotency-keys.ts) name each row by id and address as
+    // sent: left, a retry's replay served the erased address for up to a day. A retry now runs again.
+    await tx.query(
+      `delete from idempotency_keys k where university_id = $1 and response_body is not null
+         and exists (select from jsonb_array_elements(k.response_body::jsonb -> 'results') as r(result)
+                     where r.result ->> 'id' = $2 or lower(btrim(r.result ->> 'email')) = any($3::text[]))`,
+      [universityId, studentId, arrayLiteral(addresses)]);
     await recordTombstone(tx, universityId, changeSeq, 'students', studentId);
     await stampCohortCounts(tx, universityId, changeSeq, [cohortId]);
   });
