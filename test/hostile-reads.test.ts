@@ -19,14 +19,17 @@ import { parseExposition, valueOf } from './support/prometheus.ts';
 describe('the pattern guard (pure)', () => {
   test('refuses back-references, nested repetition, big bounds, many repetitions and basic syntax', () => {
     for (const pattern of ['(.+)\\1\\1\\1x', 'a\\2', '(a+)+', '(a*)*b', '((ab)*c)+', '(x(a{2})y){3}', '(?:a|b+)*', 'a{101}',
-      'a{1,200}', 'a?'.repeat(LIMITS.maxPatternRepetitions + 1), '(?b)\\(a*\\)*', '***:(a+)+']) {
+      'a{1,200}', 'a?'.repeat(LIMITS.maxPatternRepetitions + 1), '(?b)\\(a*\\)*', '***:(a+)+',
+      // Expanded syntax hides a nested repetition behind spaces; extended syntax ends a bracket at
+      // `\]` and so hides one inside what reads as a bracket.
+      '(?x)((.{1,30}) {1,30}) {1,30}x', '(?ix)(a +) +', '(?e)[\\]((.{1,30}){1,30}){1,30}x[]]', '(?z)a']) {
       assert.ok(regexComplaint(pattern), `accepted ${pattern}`);
     }
   });
 
   test('accepts ordinary patterns, escapes and bracket expressions', () => {
     for (const pattern of ['^Led', '(?i)dashboard', 'a+b*c?', '(ab)+c', '[0-9]{3}-[0-9]{4}', '\\d+\\.\\d*', '[(+*]+', '[]a]+',
-      '[[:alpha:]]+\\s', 'x+?y', '(a|b)c{2,5}', '\\(a+\\)+', '***=(a+)+\\1', '(?q)(.+)\\1', 'a{100}']) {
+      '[[:alpha:]]+\\s', 'x+?y', '(a|b)c{2,5}', '\\(a+\\)+', '***=(a+)+\\1', '(?q)(.+)\\1', 'a{100}', '(?in)^led', '(?cmpstw)a+']) {
       assert.equal(regexComplaint(pattern), null, pattern);
     }
   });
