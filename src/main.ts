@@ -131,6 +131,9 @@ if (demo) {
     'Try:',
     `  curl -H "Authorization: Bearer ${demo.read_token}" "${baseUrl}${PARTNER_PREFIX}/students?select=id,email,first_name,last_name&order=last_name&limit=5"`,
   );
+} else {
+  banner.push(`No demo data${config.databaseUrl ? ' on a server database' : ''}: onboard with the operator API `
+    + `(POST ${OPERATOR_PREFIX}/universities, then ${OPERATOR_PREFIX}/tokens; POST ${OPERATOR_PREFIX}/demo loads the demo set).`);
 }
 if (!config.adminKey) banner.push(`The operator API (${OPERATOR_PREFIX}) is off; set PDS_ADMIN_KEY to enable it.`);
 process.stderr.write(`${banner.join('\n')}\n\n`);
