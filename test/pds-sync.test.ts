@@ -488,6 +488,10 @@ for (const backend of backends()) {
       const changed = await h.sql('select to_jsonb(s)::text as row from students s where university_id = $1 order by id', [university]);
       const continued = await runSync(['--config', config, '--run-id', runId], { cwd: dir, env });
       assert.deepEqual(summaryOf(continued.stdout, 'students'), summaryOf(first.stdout, 'students'));
+      // Each batch line says it was written before, which the counts alone did not.
+      assert.match(first.stdout, /^students: batch 1\/3 done, /m);
+      assert.match(continued.stdout, /^students: batch 1\/3 answered as written by the earlier run, /m);
+      assert.doesNotMatch(continued.stdout, /^students: batch \d\/3 done/m);
       assert.equal(await h.sql<{ n: number }>(`select count(*)::int as n from idempotency_keys where key like 'pds-sync-${runId}-%'`).then((r) => r[0].n), 1 + Math.ceil(STUDENTS / LIMITS.batchRows));
       assert.deepEqual(await h.sql('select to_jsonb(s)::text as row from students s where university_id = $1 order by id', [university]), changed);
       assert.notDeepEqual(changed, before);

@@ -47,11 +47,14 @@ export interface BatchResponse {
   readonly counts: Record<RowResult['status'], number>;
   readonly results: readonly RowResult[];
   readonly dropped_fields: readonly string[];
+  /** Not in the body: the answer was kept from an earlier run (Idempotent-Replayed), nothing written now. */
+  readonly replayed?: boolean;
 }
 
 /** What a retry is about to do, for the progress output. */
 export interface RetryNotice {
   readonly attempt: number;
+  /** Exceeded by `attempt` while the batch's key is still held (IDEMPOTENCY_KEY_IN_USE): those retries wait for its lease. */
   readonly maxAttempts: number;
   readonly reason: string;
   readonly delayMs: number;
@@ -135,7 +138,8 @@ export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRe
         if (request.dryRun && !/\btx=rollback\b/.test(response.headers.get('preference-applied') ?? '')) {
           throw new SyncRequestError(`${method} ${url.pathname}: the service did not confirm the dry run (no Preference-Applied: tx=rollback); stopping.`);
         }
-        return (await response.json()) as BatchResponse;
+        const answer = (await response.json()) as BatchResponse;
+        return { ...answer, replayed: response.headers.get('idempotent-replayed') === 'true' };
       }
       const refusal = await readRefusal(response);
       if (!isRetryable(response.status, refusal.code)) {
@@ -158,7 +162,7 @@ export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRe
       throw new SyncRequestError(`${method} ${url.pathname} failed after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${reason}`);
     }
     const delayMs = backoffMs(Math.min(attempt, policy.maxAttempts), policy, retryAfter);
-    onRetry({ attempt: attempt + 1, maxAttempts: Math.max(policy.maxAttempts, attempt + 1), reason, delayMs });
+    onRetry({ attempt: attempt + 1, maxAttempts: policy.maxAttempts, reason, delayMs });
     await sleep(delayMs);
   }
 }

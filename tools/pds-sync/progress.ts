@@ -35,13 +35,15 @@ export class LineProgress implements Progress {
 
   start(resource: WritableResource, totalRows: number, batches: number): void {
     this.phases.set(resource, { totalRows, batches, startedAt: Date.now(), done: 0 });
-    this.say(`${resource}: ${totalRows} rows in ${batches} batch${batches === 1 ? '' : 'es'}`);
+    this.say(`${resource}: ${totalRows} row${totalRows === 1 ? '' : 's'} in ${batches} batch${batches === 1 ? '' : 'es'}`);
   }
 
-  batchDone(resource: WritableResource, batch: number, { counts, results }: BatchResponse): void {
+  batchDone(resource: WritableResource, batch: number, { counts, results, replayed }: BatchResponse): void {
     const phase = this.phases.get(resource)!;
     phase.done += results.length;
-    this.say(`${resource}: batch ${batch}/${phase.batches} done, ${phase.done}/${phase.totalRows} rows, ${rowsPerSecond(phase)} rows/s `
+    // A continued run's batches written before are answered from their keys: nothing is written again.
+    const answer = replayed ? 'answered as written by the earlier run' : 'done';
+    this.say(`${resource}: batch ${batch}/${phase.batches} ${answer}, ${phase.done}/${phase.totalRows} rows, ${rowsPerSecond(phase)} rows/s `
       + `(created ${counts.created}, updated ${counts.updated}, unchanged ${counts.unchanged}, rejected ${counts.rejected})`);
   }
 
@@ -57,7 +59,7 @@ export class LineProgress implements Progress {
 }
 
 const retryLine = (resource: WritableResource, batch: number, batches: number, { attempt, maxAttempts, reason, delayMs }: RetryNotice) =>
-  `${resource}: batch ${batch}/${batches}: ${reason}; attempt ${attempt} of ${maxAttempts} in ${(delayMs / 1000).toFixed(1)} s`;
+  `${resource}: batch ${batch}/${batches}: ${reason}; attempt ${attempt} ${attempt <= maxAttempts ? `of ${maxAttempts}` : '(waiting for the key\'s lease to end)'} in ${(delayMs / 1000).toFixed(1)} s`;
 
 /** A bar per resource on a terminal; retries and messages are printed above the bars. */
 export class BarProgress implements Progress {
