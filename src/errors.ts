@@ -195,6 +195,13 @@ export const ERRORS = {
       hint: 'Send the request without an Expect header, or with Expect: 100-continue.',
     }),
   }),
+  TRANSFER_CODING_NOT_IMPLEMENTED: define({
+    status: 501, when: 'A transfer coding other than chunked (`Transfer-Encoding: gzip, chunked`); the service decodes none.',
+    text: (codings: string) => ({
+      message: `The request is sent with Transfer-Encoding: ${codings.slice(0, 100)}, and the service decodes no coding but chunked.`,
+      hint: 'Send the body with Transfer-Encoding: chunked alone, or with Content-Length.',
+    }),
+  }),
   NOT_FOUND: define({
     status: 404, when: 'No endpoint at that path, or no record with that id on the operator API.',
     text: (message: string) => ({ message }),

@@ -119,6 +119,8 @@ describe('answers below the routes have the documented error body', () => {
     // RFC 9112, section 3.2: Node kept the first of two Host headers, and any value.
     ['two Host headers', ['GET /v1/students HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n'], 400, 'BAD_REQUEST'],
     ['a Host that is no host', ['GET /v1/students HTTP/1.1\r\nHost: a b/c\r\n\r\n'], 400, 'BAD_REQUEST'],
+    // Node framed it by its chunks and passed the body on undecoded: a plain one labelled gzip was written.
+    ['a transfer coding besides chunked', ['PUT /v1/cohorts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n'], 501, 'TRANSFER_CODING_NOT_IMPLEMENTED'],
     ['an Expect other than 100-continue', ['GET /v1/students HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n'], 417, 'EXPECTATION_FAILED'],
     ['headers that never finish (408)', ['GET /v1/students HTTP/1.1\r\nHost: x\r\n'], 408, 'REQUEST_TIMEOUT'],
   ];

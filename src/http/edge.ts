@@ -223,6 +223,12 @@ export const edge = fp(async (app: FastifyInstance) => {
     // Node's own answer to a missing Host is an empty 400; this one has the documented body.
     // Node kept the first of several Host headers, and any value.
     if (!hostIsValid(request.raw)) throw apiError('BAD_REQUEST', 'host').withHeaders({ connection: 'close' });
+    // Node reads the chunks and passes the rest on undecoded: a gzip body was read as not UTF-8,
+    // and a plain one labelled gzip was written (RFC 9112, section 6.1: 501).
+    const codings = request.headers['transfer-encoding'];
+    if (codings !== undefined && !/^\s*chunked\s*$/i.test(codings)) {
+      throw apiError('TRANSFER_CODING_NOT_IMPLEMENTED', codings).withHeaders({ connection: 'close' });
+    }
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header(RESPONSE_HEADERS.requestId, request.id);
