@@ -11,7 +11,7 @@ import { StoreUnavailableError } from '../src/db/store.ts';
 import { LIMITS } from '../src/limits.ts';
 import { ApiError } from '../src/errors.ts';
 import { LargePageSlots } from '../src/query/large-pages.ts';
-import { jsonNesting, searchNesting } from '../src/query/nesting.ts';
+import { jsonNesting, searchNesting, searchTerms } from '../src/query/nesting.ts';
 import { arrayLiteralElements, regexComplaint } from '../src/query/patterns.ts';
 import { Harness, backends } from './support/harness.ts';
 import { parseExposition, valueOf } from './support/prometheus.ts';
@@ -50,6 +50,8 @@ describe('the nesting guard (pure)', () => {
   test('full-text queries nest by parentheses and negations in a row, as each operator reads them', () => {
     assert.equal(searchNesting('fts', '!! ! a & (b | !(c))'), 3);
     assert.equal(searchNesting('fts', '!a & !b & !c'), 1);
+    // Words, as runs of letters and digits: a weight counts as one more, never fewer.
+    assert.equal(searchTerms("dashboard & (react | 'vue.js') <-> café:*A"), 6);
     assert.equal(searchNesting('wfts', '- -a -b'), 2);
     // A hyphen inside a word negates nothing; websearch_to_tsquery has no parentheses.
     assert.equal(searchNesting('wfts', 'x----y ((((z))))'), 0);
@@ -195,6 +197,18 @@ for (const backend of backends()) {
         assert.equal(res.status, 400, query);
         assert.ok((codes as readonly string[]).includes(res.json.code), `${query}: ${res.json.code}`);
         assert.deepEqual(Object.keys(res.json).sort(), ['code', 'details', 'hint', 'message']);
+      }
+    });
+
+    test('a full-text query of more words than the limit is a 400: 2,000 of them held a reader session for the whole statement timeout', async () => {
+      const token = h.demo!.universities[0].read_token;
+      const words = (n: number, joiner: string) => Array.from({ length: n }, (_, i) => `w${i}`).join(joiner);
+      for (const [op, joiner] of [['fts', '%26'], ['plfts', '%20'], ['phfts', '%20'], ['wfts', '%20-']]) {
+        const over = await h.get(`/v1/jobs?select=id&limit=1&title=${op}.${words(LIMITS.maxSearchTerms + 1, joiner)}`, token);
+        assert.deepEqual([over.status, over.json.code], [400, 'QUERY_TOO_COMPLEX'], op);
+        assert.match(over.json.message, new RegExp(`the ${op} query has more than ${LIMITS.maxSearchTerms} words`));
+        const at = await h.get(`/v1/jobs?select=id&limit=1&title=${op}.${words(LIMITS.maxSearchTerms, joiner)}`, token);
+        assert.equal(at.status, 200, `${op}: ${at.body}`);
       }
     });
 

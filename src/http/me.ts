@@ -24,6 +24,7 @@ const PARTNER_LIMIT_NAMES: Readonly<Record<Limit, string | null>> = {
   maxOutputColumns: 'output_columns',
   maxOrderTerms: 'order_terms',
   maxNesting: 'nesting',
+  maxSearchTerms: 'search_terms',
   maxPatternLength: 'pattern_length',
   maxPatternRepetitions: 'pattern_repetitions',
   maxRepetitionBound: 'repetition_bound',

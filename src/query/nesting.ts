@@ -5,6 +5,7 @@
  * would be a 500: its tsquery parser holds 32 pending operators (`!` thirty times after
  * `a | b & c <->`: "tsquery stack too small", XX000), and the embedded store's stack gives out at
  * about 1,800 JSON path steps or 7,000 nested brackets, failing the statement with "bad buffer ID".
+ * A full-text query of more than LIMITS.maxSearchTerms words is refused the same way.
  */
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
@@ -87,11 +88,23 @@ function comparedValues(operation: Operation): readonly string[] {
 }
 
 /**
- * Throws 400 QUERY_TOO_COMPLEX for an operation whose value PostgreSQL would read nested too
- * deep: a full-text query, or a value compared with JSON (a jsonb column, or a path ending in `->`).
+ * The words of a full-text query, counted as runs of letters and digits: at least as many as
+ * any of PostgreSQL's parsers makes of it (a weight such as `:AB` counts as one more).
  */
-export function checkValueNesting(column: Column, field: FieldRef, operation: Operation): void {
-  if (operation.kind === 'fts' && searchNesting(operation.op, operation.value) > LIMITS.maxNesting) throw tooDeep(`the ${operation.op} query`);
+export const searchTerms = (query: string): number => query.match(/[\p{L}\p{N}]+/gu)?.length ?? 0;
+
+/**
+ * Throws 400 QUERY_TOO_COMPLEX for an operation whose value PostgreSQL would read nested too
+ * deep: a full-text query (or one of too many words), or a value compared with JSON (a jsonb
+ * column, or a path ending in `->`).
+ */
+export function checkValueComplexity(column: Column, field: FieldRef, operation: Operation): void {
+  if (operation.kind === 'fts') {
+    if (searchNesting(operation.op, operation.value) > LIMITS.maxNesting) throw tooDeep(`the ${operation.op} query`);
+    if (searchTerms(operation.value) > LIMITS.maxSearchTerms) {
+      throw apiError('QUERY_TOO_COMPLEX', `the ${operation.op} query has more than ${LIMITS.maxSearchTerms} words`);
+    }
+  }
   const last = field.jsonPath[field.jsonPath.length - 1];
   const comparesJson = last ? last.arrow === '->' : column.type === 'jsonb';
   if (comparesJson && comparedValues(operation).some((value) => jsonNesting(value) > LIMITS.maxNesting)) throw tooDeep('a JSON value');

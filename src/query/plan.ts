@@ -7,7 +7,7 @@ import { ApiError, apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { Column, Resource } from '../resources/registry.ts';
 import type { ReadRepresentation } from './media-types.ts';
-import { checkFieldNesting, checkValueNesting } from './nesting.ts';
+import { checkFieldNesting, checkValueComplexity } from './nesting.ts';
 import { PATTERN_OPERATORS, checkPattern } from './patterns.ts';
 import type { Condition, CountPreference, FieldRef, JsonStep, Operation, ReadSyntax } from './syntax.ts';
 
@@ -90,7 +90,7 @@ function planCondition(resource: Resource, condition: Condition): PlannedConditi
   if (operation.kind === 'compare' && PATTERN_OPERATORS.has(operation.op)) {
     checkPattern(operation.op, operation.value, operation.quantifier !== null);
   }
-  checkValueNesting(field.column, condition.field, operation);
+  checkValueComplexity(field.column, condition.field, operation);
   return { kind: 'filter', field, negated: condition.negated, operation: condition.operation };
 }
 
