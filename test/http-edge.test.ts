@@ -4,10 +4,12 @@
  * go over a raw TCP socket.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { LIMITS } from '../src/limits.ts';
 import { eventually } from './support/eventually.ts';
 import { ADMIN_KEY, Harness, type Response } from './support/harness.ts';
 
@@ -297,6 +299,36 @@ describe('Expect: 100-continue', () => {
       assert.equal(JSON.parse(received[0].body).code, code);
     });
   }
+});
+
+describe('a body refused before it is read', () => {
+  let h: Harness;
+  let port: number;
+  before(async () => {
+    h = await Harness.start('pglite', { demoStudents: 3 });
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (h.app.server.address() as AddressInfo).port;
+  });
+  after(() => h.close());
+
+  test("reaches a client still sending it: fetch reads the 413, where the connection's close met EPIPE", async () => {
+    // The client is a process of its own, as a partner's is: in this one, the timing that lost
+    // the answer did not come about.
+    const client = `
+      const body = JSON.stringify({ students: [{ email: 'big@u.edu', pad: 'x'.repeat(${LIMITS.bodyBytes + 100_000}) }] });
+      const answers = [];
+      for (let i = 0; i < 20; i++) {
+        answers.push(await fetch('http://127.0.0.1:${port}/v1/students', {
+          method: 'PUT', body, headers: { authorization: 'Bearer ${h.demo!.universities[0].write_token}', 'content-type': 'application/json' },
+        }).then(async (r) => r.status + ' ' + (await r.json()).code, (e) => e.cause?.code ?? e.message));
+      }
+      console.log(JSON.stringify(answers));`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', client], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => { output += chunk; });
+    await once(child, 'exit');
+    assert.deepEqual(JSON.parse(output), Array(20).fill('413 PAYLOAD_TOO_LARGE'));
+  });
 });
 
 describe('CONNECT pipelined behind a page being streamed', () => {
