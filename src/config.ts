@@ -164,6 +164,8 @@ export const SETTINGS = {
   headersTimeoutMs: milliseconds('PDS_HEADERS_TIMEOUT_MS', 10_000, 'the request line and headers must arrive within this (at most the request timeout); else 408'),
   idleTimeoutMs: milliseconds('PDS_IDLE_TIMEOUT_MS', 30_000, 'a socket with no traffic either way for this long is closed; one whose request body stopped arriving is answered 408 first'),
   keepAliveTimeoutMs: milliseconds('PDS_KEEP_ALIVE_TIMEOUT_MS', 5_000, 'an idle keep-alive connection is closed after this; behind a load balancer, set it above the balancer\'s idle timeout'),
+  shutdownTimeoutMs: milliseconds('PDS_SHUTDOWN_TIMEOUT_MS', 20_000,
+    'on SIGTERM, how long requests in progress (a streamed page) may finish; then their connections are closed. Keep it under the orchestrator\'s grace period (Kubernetes: 30 s)'),
   maxConnections: integer('PDS_MAX_CONNECTIONS', 1_000, 'open client connections per instance; more are refused at accept'),
   corsOrigins: origins('PDS_CORS_ORIGINS', 'comma-separated exact origins a browser may call `/v1` from (CORS); unset: any origin'),
 };

@@ -199,6 +199,27 @@ describe('npm start and its data folder and port', () => {
     await assert.rejects(fetch(`http://127.0.0.1:${npmPort}/healthz`), 'the service still answers');
   });
 
+  test('SIGTERM waits for a request in progress only up to PDS_SHUTDOWN_TIMEOUT_MS, then closes its connection and exits', async () => {
+    const dir = await folder();
+    const otherPort = await freePort();
+    const started = start(dir, otherPort, { PDS_SHUTDOWN_TIMEOUT_MS: '500' });
+    await serving(started);
+    const writeToken = /write token:\s+(\S+)/.exec(started.stderr())![1];
+    // A body that trickles is a request in progress until the request timeout (30 s).
+    const socket = connect(otherPort, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.on('error', () => {});
+    socket.write(`PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${writeToken}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`);
+    await new Promise((r) => setTimeout(r, 200));
+    const signalled = Date.now();
+    started.child.kill('SIGTERM');
+    assert.deepEqual(await once(started.child, 'exit'), [0, null]);
+    const tookMs = Date.now() - signalled;
+    assert.ok(tookMs < 5_000, `exited after ${tookMs} ms`);
+    assert.match(started.stdout(), /requests still in progress at the shutdown limit/);
+    socket.destroy();
+  });
+
   test('a lock left by a process that is gone is taken over', async () => {
     const dir = await folder();
     const gone = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
