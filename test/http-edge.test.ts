@@ -451,6 +451,17 @@ describe('failed authentication', () => {
     assert.equal((await h.request({ method: 'GET', url: '/v1/campuses', remoteAddress: '10.0.0.2', headers: { authorization: `Bearer ${h.demo!.universities[0].read_token}` } })).status, 200);
   });
 
+  test('a burst sent at once reaches the store only as often as the limit allows: each lookup under way counts until it ends', async () => {
+    lookups = 0;
+    const source = { remoteAddress: '10.0.0.9' };
+    const answers = await Promise.all(Array.from({ length: 40 }, () => h.request({
+      method: 'GET', url: '/v1/students', ...source, headers: { authorization: `Bearer pds_${randomBytes(32).toString('base64url')}` },
+    })));
+    const statuses = answers.map((response) => response.status).sort();
+    assert.deepEqual(statuses, [...Array(5).fill(401), ...Array(35).fill(429)]);
+    assert.equal(lookups, 5);
+  });
+
   test('the operator key: wrong keys are throttled the same way', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 8; i++) {

@@ -31,10 +31,14 @@ const digest = (value: string) => createHash('sha256').update(value).digest();
 export function requireStaticKey(key: string, failures: AuthFailureGuard, reason: 'operator' | 'metrics') {
   const expected = digest(key);
   return async (request: FastifyRequest) => {
-    await failures.check(request);
-    const given = bearerToken(request.headers.authorization);
-    if (given === null || !timingSafeEqual(digest(given), expected)) {
-      throw apiError('UNAUTHORIZED', reason).withHeaders(await failures.record(request));
+    const done = await failures.check(request);
+    try {
+      const given = bearerToken(request.headers.authorization);
+      if (given === null || !timingSafeEqual(digest(given), expected)) {
+        throw apiError('UNAUTHORIZED', reason).withHeaders(await failures.record(request));
+      }
+    } finally {
+      done();
     }
   };
 }
@@ -43,14 +47,18 @@ function authenticatePartner(tokens: TokenAuthenticator, failures: AuthFailureGu
   const refuse = async (request: FastifyRequest, reason: 'missing' | 'malformed' | 'unknown') =>
     apiError('UNAUTHORIZED', reason).withHeaders(await failures.record(request));
   return async (request: FastifyRequest) => {
-    await failures.check(request);
-    const header = request.headers.authorization;
-    if (header === undefined) throw await refuse(request, 'missing');
-    const token = bearerToken(header);
-    if (token === null) throw await refuse(request, 'malformed');
-    const principal = await tokens.authenticate(token);
-    if (!principal) throw await refuse(request, 'unknown');
-    request.principal = principal;
+    const done = await failures.check(request);
+    try {
+      const header = request.headers.authorization;
+      if (header === undefined) throw await refuse(request, 'missing');
+      const token = bearerToken(header);
+      if (token === null) throw await refuse(request, 'malformed');
+      const principal = await tokens.authenticate(token);
+      if (!principal) throw await refuse(request, 'unknown');
+      request.principal = principal;
+    } finally {
+      done();
+    }
   };
 }
 
