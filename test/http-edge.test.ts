@@ -260,7 +260,7 @@ function sendExpectingContinue(port: number, head: string, body: string): Promis
   });
 }
 
-describe('Expect: 100-continue', () => {
+describe('a body the service refuses before reading it (Expect: 100-continue, or sent at once)', () => {
   let h: Harness;
   let port: number;
   before(async () => {
@@ -299,17 +299,6 @@ describe('Expect: 100-continue', () => {
       assert.equal(JSON.parse(received[0].body).code, code);
     });
   }
-});
-
-describe('a body refused before it is read', () => {
-  let h: Harness;
-  let port: number;
-  before(async () => {
-    h = await Harness.start('pglite', { demoStudents: 3 });
-    await h.app.listen({ port: 0, host: '127.0.0.1' });
-    port = (h.app.server.address() as AddressInfo).port;
-  });
-  after(() => h.close());
 
   test("reaches a client still sending it: fetch reads the 413, where the connection's close met EPIPE", async () => {
     // The client is a process of its own, as a partner's is: in this one, the timing that lost
