@@ -24,11 +24,14 @@ interface RawResponse {
   text: string;
 }
 
-/** Sends `chunks` (a pause of `gapMs` between them) and reads until the server closes. */
-function raw(port: number, chunks: (string | Buffer)[], gapMs = 0, giveUpMs = 8_000): Promise<RawResponse> {
+/**
+ * Sends `chunks` (a pause of `gapMs` between them) and reads until the server closes; `halfOpen`,
+ * it goes on sending after the server's end, as a client still sending a body does.
+ */
+function raw(port: number, chunks: (string | Buffer)[], gapMs = 0, giveUpMs = 8_000, halfOpen = false): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
-    const socket = connect(port, '127.0.0.1');
+    const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: halfOpen });
     const received: Buffer[] = [];
     let sending: NodeJS.Timeout | undefined;
     const giveUp = setTimeout(() => {
@@ -54,12 +57,21 @@ function raw(port: number, chunks: (string | Buffer)[], gapMs = 0, giveUpMs = 8_
       resolve({ status: Number(statusLine.split(' ')[1]), headers, body, json, closedAfterMs: Date.now() - started, text });
     });
     const queue = [...chunks];
+    let serverEnded = false;
     const sendNext = () => {
       const next = queue.shift();
-      if (next === undefined || socket.destroyed) return;
+      if (next === undefined || socket.destroyed) {
+        if (serverEnded) socket.end();
+        return;
+      }
       socket.write(next);
       sending = setTimeout(sendNext, gapMs);
     };
+    // Half open, the client ends its side once it has sent everything.
+    socket.on('end', () => {
+      serverEnded = true;
+      if (queue.length === 0) socket.end();
+    });
     socket.on('connect', sendNext);
   });
 }
@@ -317,6 +329,19 @@ describe('a body the service refuses before reading it (Expect: 100-continue, or
     child.stdout.on('data', (chunk) => { output += chunk; });
     await once(child, 'exit');
     assert.deepEqual(JSON.parse(output), Array(20).fill('413 PAYLOAD_TOO_LARGE'));
+  });
+
+  test('a write pipelined behind the rest of a refused body never runs: its answer could not be sent', async () => {
+    const token = h.demo!.universities[0].write_token;
+    const [{ name: cohort }] = (await h.get('/v1/cohorts?select=name&limit=1', token)).json;
+    const email = `behind.refused.${randomBytes(4).toString('hex')}@example.edu`;
+    const body = JSON.stringify({ students: [{ email, first_name: 'Be', last_name: 'Hind', cohort_name: cohort, is_alumni: false }] });
+    const put = `PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const refused = 'PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer pds_wrong\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n';
+    // The 401 is sent before the refused body's two bytes arrive; the write follows them.
+    const received = responsesIn((await raw(port, [refused, `{}${put}`], 300, 8_000, true)).text);
+    assert.deepEqual(received.map((r) => r.status), [401]);
+    assert.deepEqual((await h.get(`/v1/students?select=email&email=eq.${email}`, token)).json, []);
   });
 });
 

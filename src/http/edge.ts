@@ -69,19 +69,6 @@ function writeRaw(socket: Socket, answer: ApiError): void {
   setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
 }
 
-/**
- * Closes the socket once the client had time to read the answer, reading and dropping what it
- * still sends meanwhile (a lingering close, as writeRaw's). Node destroys a connection it answered
- * with `Connection: close` as soon as the answer is written: a client still sending the body met
- * a reset, and Node's fetch lost a 413 for EPIPE in 2 to 7 of 10 batches over the size limit.
- */
-function lingerAfterAnswer(socket: Socket): void {
-  socket.destroySoon = function lingeringClose(this: Socket) {
-    this.end();
-    setTimeout(() => this.destroy(), CLIENT_ERROR_LINGER_MS).unref();
-  };
-}
-
 /** What a socket has carried: its first request, its last with the response, and the responses not yet finished. */
 interface SocketExchanges {
   readonly first: IncomingMessage;
@@ -99,6 +86,23 @@ const exchanges = new WeakMap<Socket, SocketExchanges>();
  * answered anew skipped the linger and reset the connection, losing every answer before it).
  */
 const answeredRaw = new WeakSet<Socket>();
+
+/**
+ * Closes the socket once the client had time to read the answer, reading and dropping what it
+ * still sends meanwhile (a lingering close, as writeRaw's). Node destroys a connection it answered
+ * with `Connection: close` as soon as the answer is written: a client still sending the body met
+ * a reset, and Node's fetch lost a 413 for EPIPE in 2 to 7 of 10 batches over the size limit.
+ * Node's http server calls `destroySoon` on such a socket once the answer is written (its
+ * resOnFinish; test/http-edge.test.ts notices if it stops). Requests parsed behind the
+ * body meanwhile never run, as behind a raw answer: their answers could not be sent.
+ */
+function lingerAfterAnswer(socket: Socket): void {
+  answeredRaw.add(socket);
+  socket.destroySoon = function lingeringClose(this: Socket) {
+    this.end();
+    setTimeout(() => this.destroy(), CLIENT_ERROR_LINGER_MS).unref();
+  };
+}
 
 function trackExchange(request: IncomingMessage, response: ServerResponse): void {
   if (answeredRaw.has(request.socket)) return;
