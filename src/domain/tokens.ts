@@ -159,13 +159,23 @@ export class TokenAuthenticator {
     this.log = options.log;
   }
 
-  async authenticate(token: string): Promise<Principal | null> {
-    if (!token.startsWith(TOKEN_PREFIX)) return null;
+  /**
+   * The token's principal, or null. `admit` is awaited first (it may refuse by throwing), with
+   * the token's hash when it is to be looked up in the store, else null: the answer comes from
+   * memory (a cached or known-unknown hash, or no token prefix).
+   */
+  async authenticate(token: string, admit: (lookup: string | null) => Promise<void> = async () => {}): Promise<Principal | null> {
+    if (!token.startsWith(TOKEN_PREFIX)) {
+      await admit(null);
+      return null;
+    }
     const hash = hashToken(token);
     const now = this.now();
     let entry = this.cache.get(hash) ?? null;
+    const knownUnknown = (this.unknown.get(hash) ?? 0) >= now;
+    await admit((!entry || entry.cachedUntilMs < now) && !knownUnknown ? hash : null);
     if (!entry || entry.cachedUntilMs < now) {
-      if ((this.unknown.get(hash) ?? 0) >= now) return null;
+      if (knownUnknown) return null;
       const forgetsBefore = this.forgets;
       entry = await this.loadOnce(hash, now);
       const current = forgetsBefore === this.forgets;

@@ -31,14 +31,10 @@ const digest = (value: string) => createHash('sha256').update(value).digest();
 export function requireStaticKey(key: string, failures: AuthFailureGuard, reason: 'operator' | 'metrics') {
   const expected = digest(key);
   return async (request: FastifyRequest) => {
-    const done = await failures.check(request);
-    try {
-      const given = bearerToken(request.headers.authorization);
-      if (given === null || !timingSafeEqual(digest(given), expected)) {
-        throw apiError('UNAUTHORIZED', reason).withHeaders(await failures.record(request));
-      }
-    } finally {
-      done();
+    await failures.check(request);
+    const given = bearerToken(request.headers.authorization);
+    if (given === null || !timingSafeEqual(digest(given), expected)) {
+      throw apiError('UNAUTHORIZED', reason).withHeaders(await failures.record(request));
     }
   };
 }
@@ -47,17 +43,19 @@ function authenticatePartner(tokens: TokenAuthenticator, failures: AuthFailureGu
   const refuse = async (request: FastifyRequest, reason: 'missing' | 'malformed' | 'unknown') =>
     apiError('UNAUTHORIZED', reason).withHeaders(await failures.record(request));
   return async (request: FastifyRequest) => {
-    const done = await failures.check(request);
+    const header = request.headers.authorization;
+    const token = header === undefined ? null : bearerToken(header);
+    if (token === null) {
+      await failures.check(request);
+      throw await refuse(request, header === undefined ? 'missing' : 'malformed');
+    }
     try {
-      const header = request.headers.authorization;
-      if (header === undefined) throw await refuse(request, 'missing');
-      const token = bearerToken(header);
-      if (token === null) throw await refuse(request, 'malformed');
-      const principal = await tokens.authenticate(token);
+      const principal = await tokens.authenticate(token, (lookup) => failures.check(request, lookup));
       if (!principal) throw await refuse(request, 'unknown');
       request.principal = principal;
     } finally {
-      done();
+      // After the failure is recorded: until then the lookup counts as a failure to be.
+      failures.settle(request);
     }
   };
 }

@@ -1,5 +1,5 @@
 /**
- * Rate limits (docs/decisions.md, Tokens and limits): reads 600 a minute per source IP across every list endpoint,
+ * Rate limits (docs/decisions.md, Tokens and limits): reads 600 a minute per source IP across every read (the resources, /v1/me and the change feed),
  * writes 60 a minute per token, and failed authentications per source IP. Counting is
  * @fastify/rate-limit's, in memory or, with REDIS_URL, shared through Redis by
  * src/http/shared-counts.ts; the headers and the 429 body are the service's own. While Redis is
@@ -25,11 +25,13 @@ export type RateLimitHook = (request: FastifyRequest, reply: FastifyReply) => Pr
 /** Failed authentications count against the source IP before any token or key is looked up. */
 export interface AuthFailureGuard {
   /**
-   * 429 once the source IP has used up its failures for the window, counting its
-   * authentications under way as failures to be; otherwise this one is under way until the
-   * function answered is called, once it has succeeded or its failure is recorded.
+   * 429 once the source IP has used up its failures for the window, counting the distinct
+   * tokens it has being looked up in the store as failures to be. A `lookup` (a token's hash) is
+   * then under way for the request until `settle`.
    */
-  check(request: FastifyRequest): Promise<() => void>;
+  check(request: FastifyRequest, lookup?: string | null): Promise<void>;
+  /** Ends the request's lookup under way, once its failure (if any) is recorded. */
+  settle(request: FastifyRequest): void;
   /** Counts one failed authentication of the source IP; answers that limit's headers, which the 401 carries. */
   record(request: FastifyRequest): Promise<Record<string, string>>;
 }
@@ -166,24 +168,32 @@ export const rateLimits = fp(async (app: FastifyInstance, settings: RateLimitSet
   const failures = app.createRateLimit({
     max: settings.authFailureLimitPerMin, timeWindow: WINDOW_MS, keyGenerator: (request) => `auth-failure:${request.ip}`,
   });
-  // Per source IP, the authentications between their check and their outcome. Counting only
-  // outcomes let a burst past the limit: 60 unknown tokens sent at once with a limit of 10 made
-  // 11 lookups, 18 to 20 on each of two instances.
-  const underWay = new Map<string, number>();
+  // Per source IP, the store lookups between their check and their outcome (by token hash, so
+  // the requests sharing one lookup count once). Counting only outcomes let a burst past the
+  // limit: 60 unknown tokens sent at once with a limit of 10 made 11 lookups.
+  const lookupsUnderWay = new Map<string, Map<string, number>>();
+  const settlements = new WeakMap<FastifyRequest, () => void>();
   const authFailures: AuthFailureGuard = {
-    async check(request) {
+    async check(request, lookup = null) {
       const state = await failures(request, { increment: false });
-      const key = request.ip;
-      const pending = underWay.get(key) ?? 0;
-      if (!state.isAllowed && state.remaining - pending <= 0) {
+      const source = request.ip;
+      let lookups = lookupsUnderWay.get(source);
+      if (!state.isAllowed && state.remaining - (lookups?.size ?? 0) <= 0) {
         throw rateLimited(request, 'auth_failure', state.max, String(Math.max(1, state.ttlInSeconds)));
       }
-      underWay.set(key, pending + 1);
-      return () => {
-        const left = underWay.get(key)! - 1;
-        if (left === 0) underWay.delete(key);
-        else underWay.set(key, left);
-      };
+      if (lookup === null) return;
+      if (!lookups) lookupsUnderWay.set(source, lookups = new Map());
+      lookups.set(lookup, (lookups.get(lookup) ?? 0) + 1);
+      const underWay = lookups;
+      settlements.set(request, () => {
+        const left = underWay.get(lookup)! - 1;
+        if (left > 0) underWay.set(lookup, left);
+        else if (underWay.delete(lookup) && underWay.size === 0) lookupsUnderWay.delete(source);
+      });
+    },
+    settle(request) {
+      settlements.get(request)?.();
+      settlements.delete(request);
     },
     async record(request) {
       const state = await failures(request);
