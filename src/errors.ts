@@ -122,7 +122,7 @@ export const ERRORS = {
     }),
   }),
   QUERY_TOO_COMPLEX: define({
-    status: 400, when: 'A read exceeds a complexity limit (conditions, tree nesting, in-list, select or order size, nesting of a JSON path, a JSON value or a full-text query, words of a full-text query).',
+    status: 400, when: 'A read exceeds a complexity limit (conditions, tree nesting, in-list, select or order size, nesting of a JSON path, a JSON value or a full-text query, words of its full-text queries).',
     text: (reason: string) => ({
       message: `The query is too complex: ${reason}.`, hint: 'Split the request, or use keyset pagination and fewer conditions.',
     }),

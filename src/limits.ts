@@ -16,8 +16,8 @@ export const LIMITS = {
   /** Steps of a JSON path, brackets within a JSON value, parentheses and negations within a full-text query (src/query/nesting.ts). */
   maxNesting: 20,
   /**
-   * Words of one full-text query (src/query/nesting.ts). Each is matched against every row's
-   * text: 2,000 of them held a reader session for the whole statement timeout.
+   * Words of the full-text queries of one read (src/query/nesting.ts). Each is matched against
+   * every row's text: 2,000 of them held a reader session for the whole statement timeout.
    */
   maxSearchTerms: 32,
   /** Characters in one like/ilike/match/imatch pattern (each element of an `any`/`all` list is one). */
@@ -84,7 +84,7 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<Limit, LimitDescription>> = {
     bounds: 'steps of a JSON path; arrays and objects nested in a JSON value; parentheses and negations (`!`, `-` in `wfts`) nested in a full-text query',
     code: 'QUERY_TOO_COMPLEX',
   },
-  maxSearchTerms: { bounds: 'words of one full-text query (`fts`, `plfts`, `phfts`, `wfts`)', code: 'QUERY_TOO_COMPLEX' },
+  maxSearchTerms: { bounds: 'words of the full-text queries (`fts`, `plfts`, `phfts`, `wfts`) of one read, together', code: 'QUERY_TOO_COMPLEX' },
   maxPatternLength: { bounds: 'characters of a `like`, `ilike`, `match` or `imatch` pattern', code: 'PATTERN_TOO_COMPLEX' },
   maxPatternRepetitions: {
     bounds: 'repetition operators in one regular expression (back-references and repeated repeating groups are refused outright)',

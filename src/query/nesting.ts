@@ -5,13 +5,14 @@
  * would be a 500: its tsquery parser holds 32 pending operators (`!` thirty times after
  * `a | b & c <->`: "tsquery stack too small", XX000), and the embedded store's stack gives out at
  * about 1,800 JSON path steps or 7,000 nested brackets, failing the statement with "bad buffer ID".
- * A full-text query of more than LIMITS.maxSearchTerms words is refused the same way.
+ * A read whose full-text queries hold more than LIMITS.maxSearchTerms words in all is refused the
+ * same way.
  */
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { Column } from '../resources/registry.ts';
 import { arrayLiteralElements } from './patterns.ts';
-import type { FieldRef, FtsOperator, Operation } from './syntax.ts';
+import type { Condition, FieldRef, FtsOperator, Operation } from './syntax.ts';
 
 /** The deepest nesting of JSON arrays and objects in `text`; brackets inside JSON strings do not count. */
 export function jsonNesting(text: string): number {
@@ -88,23 +89,34 @@ function comparedValues(operation: Operation): readonly string[] {
 }
 
 /**
- * The words of a full-text query, counted as runs of letters and digits: at least as many as
- * any of PostgreSQL's parsers makes of it (a weight such as `:AB` counts as one more).
+ * The words of a full-text query, counted as runs of letters and digits (a weight such as `:AB`
+ * counts as one more). PostgreSQL's parser makes a hyphenated word into its parts and the whole
+ * (`foo-bar`: three lexemes, counted two), so the store may match up to half again as many.
  */
 export const searchTerms = (query: string): number => query.match(/[\p{L}\p{N}]+/gu)?.length ?? 0;
 
+/** The words of every full-text query among the conditions, their trees' included. */
+const conditionSearchTerms = (condition: Condition): number => {
+  if (condition.kind === 'tree') return condition.children.reduce((sum, child) => sum + conditionSearchTerms(child), 0);
+  return condition.operation.kind === 'fts' ? searchTerms(condition.operation.value) : 0;
+};
+
+/**
+ * Throws 400 QUERY_TOO_COMPLEX for a read whose full-text queries hold more than
+ * LIMITS.maxSearchTerms words in all: each is matched against every row's text, and a read may
+ * hold up to LIMITS.maxConditions of them.
+ */
+export function checkSearchTerms(conditions: readonly Condition[]): void {
+  const words = conditions.reduce((sum, condition) => sum + conditionSearchTerms(condition), 0);
+  if (words > LIMITS.maxSearchTerms) throw apiError('QUERY_TOO_COMPLEX', `its full-text queries hold more than ${LIMITS.maxSearchTerms} words`);
+}
+
 /**
  * Throws 400 QUERY_TOO_COMPLEX for an operation whose value PostgreSQL would read nested too
- * deep: a full-text query (or one of too many words), or a value compared with JSON (a jsonb
- * column, or a path ending in `->`).
+ * deep: a full-text query, or a value compared with JSON (a jsonb column, or a path ending in `->`).
  */
-export function checkValueComplexity(column: Column, field: FieldRef, operation: Operation): void {
-  if (operation.kind === 'fts') {
-    if (searchNesting(operation.op, operation.value) > LIMITS.maxNesting) throw tooDeep(`the ${operation.op} query`);
-    if (searchTerms(operation.value) > LIMITS.maxSearchTerms) {
-      throw apiError('QUERY_TOO_COMPLEX', `the ${operation.op} query has more than ${LIMITS.maxSearchTerms} words`);
-    }
-  }
+export function checkValueNesting(column: Column, field: FieldRef, operation: Operation): void {
+  if (operation.kind === 'fts' && searchNesting(operation.op, operation.value) > LIMITS.maxNesting) throw tooDeep(`the ${operation.op} query`);
   const last = field.jsonPath[field.jsonPath.length - 1];
   const comparesJson = last ? last.arrow === '->' : column.type === 'jsonb';
   if (comparesJson && comparedValues(operation).some((value) => jsonNesting(value) > LIMITS.maxNesting)) throw tooDeep('a JSON value');

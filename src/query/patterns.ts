@@ -21,8 +21,8 @@ export const arrayLiteralElements = (literal: string): string[] =>
 
 const BOUND = /^\{(\d+)(?:,(\d*))?\}/;
 
-/** PostgreSQL's embedded options (its documentation, table "ARE Embedded-Option Letters") that change no syntax. */
-const CASE_AND_NEWLINE_OPTIONS: ReadonlySet<string> = new Set(['c', 'i', 'm', 'n', 'p', 's', 't', 'w']);
+/** PostgreSQL's embedded options (its documentation, table "ARE Embedded-Option Letters") that leave advanced syntax as it is. */
+const SYNTAX_KEEPING_OPTIONS: ReadonlySet<string> = new Set(['c', 'i', 'm', 'n', 'p', 's', 't', 'w']);
 
 /** Index just past the bracket expression that opens at `start` (`[^]a-z[:alpha:]\]]`). */
 function bracketEnd(pattern: string, start: number): number {
@@ -54,10 +54,10 @@ export function regexComplaint(pattern: string): string | null {
     // The scan below reads advanced syntax. Basic syntax (b) groups with \( \), which it reads as
     // escapes; expanded syntax (x) puts spaces between a group and its repetition, and extended
     // syntax (e) reads a backslash in brackets as itself: `(?x)((.{1,30}) {1,30}) {1,30}x` ran
-    // for seconds per row (and broke the embedded store's session). Case and newline options
-    // change no syntax.
-    const syntax = [...options[1]].find((option) => !CASE_AND_NEWLINE_OPTIONS.has(option));
-    if (syntax !== undefined) return `the embedded option (?${syntax}) is not accepted; only ${[...CASE_AND_NEWLINE_OPTIONS].join(', ')} are`;
+    // for seconds per row (and broke the embedded store's session). The case and newline
+    // options, and tight syntax (t, the default), change nothing the scan reads.
+    const syntax = [...options[1]].find((option) => !SYNTAX_KEEPING_OPTIONS.has(option));
+    if (syntax !== undefined) return `the embedded option (?${syntax}) is not accepted; only ${[...SYNTAX_KEEPING_OPTIONS].join(', ')} are`;
     body = body.slice(options[0].length);
   }
   let repetitions = 0;

@@ -7,7 +7,7 @@ import { ApiError, apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { Column, Resource } from '../resources/registry.ts';
 import type { ReadRepresentation } from './media-types.ts';
-import { checkFieldNesting, checkValueComplexity } from './nesting.ts';
+import { checkFieldNesting, checkSearchTerms, checkValueNesting } from './nesting.ts';
 import { PATTERN_OPERATORS, checkPattern } from './patterns.ts';
 import type { Condition, CountPreference, FieldRef, JsonStep, Operation, ReadSyntax } from './syntax.ts';
 
@@ -90,7 +90,7 @@ function planCondition(resource: Resource, condition: Condition): PlannedConditi
   if (operation.kind === 'compare' && PATTERN_OPERATORS.has(operation.op)) {
     checkPattern(operation.op, operation.value, operation.quantifier !== null);
   }
-  checkValueComplexity(field.column, condition.field, operation);
+  checkValueNesting(field.column, condition.field, operation);
   return { kind: 'filter', field, negated: condition.negated, operation: condition.operation };
 }
 
@@ -162,6 +162,7 @@ export function planRead(resource: Resource, syntax: ReadSyntax): ReadPlan {
   if (firstEmbed) throw apiError('PGRST108', firstEmbed.path[0], firstEmbed.parameter);
   const output = planOutput(resource, syntax);
   const conditions = syntax.conditions.map((c) => planCondition(resource, c));
+  checkSearchTerms(syntax.conditions);
   const order = syntax.order.map((term) => ({ ...term, field: resolveField(resource, term.field) }));
   const named = [...output.map((o) => o.field.column), ...conditions.flatMap(conditionColumns), ...order.map((o) => o.field.column)];
   return {
