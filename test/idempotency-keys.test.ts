@@ -244,7 +244,7 @@ for (const backend of storeBackends()) {
       const id = created.json.results[0].id;
       // A refused row names the address as sent, not the id.
       const refusedKey = randomUUID();
-      await write({ key: refusedKey, resource: 'students', rows: [{ ...row, email: ` ${email.toUpperCase()}`, phone: 'none' }] });
+      await write({ key: refusedKey, resource: 'students', rows: [{ ...row, email: `\u00a0${email.toUpperCase()}`, phone: 'none' }] });
       const otherKey = randomUUID();
       await write({ key: otherKey, resource: 'students', rows: [{ ...row, email: `other-${email}` }] });
       const createdKey = (await h.sql<{ key: string }>('select key from idempotency_keys where response_body like $1', [`%${id}%`]))[0].key;

@@ -120,6 +120,25 @@ export function verifyEmail(db: Database, studentId: string, email: string): Pro
  * change feed gets a tombstone of its own holding only the id, and the student's cohort shows
  * its new count there.
  */
+/**
+ * Deletes the university's kept answers to writes (src/domain/idempotency-keys.ts) with a row
+ * naming the student, by id or by an address as sent (read as the rows' keys are, emailKey): left,
+ * a retry's replay served the erased address for up to a day. A retry under such a key runs
+ * again. Erasure is rare; a day of one university's answers is read to match them here.
+ */
+async function forgetAnswersNaming(tx: Queryable, universityId: string, studentId: string, addresses: readonly string[]): Promise<void> {
+  const erased = new Set(addresses);
+  const kept = await tx.query<{ token_id: string; key: string; response_body: string }>(
+    'select token_id, key, response_body from idempotency_keys where university_id = $1 and response_body is not null', [universityId]);
+  const naming = kept.filter(({ response_body: body }) => ((JSON.parse(body) as { results?: { id?: string; email?: unknown }[] }).results ?? [])
+    .some((result) => result.id === studentId || (typeof result.email === 'string' && erased.has(emailKey(result.email)))));
+  if (naming.length === 0) return;
+  await tx.query(
+    `delete from idempotency_keys where university_id = $1
+       and (token_id, key) in (select * from unnest($2::uuid[], $3::text[]))`,
+    [universityId, arrayLiteral(naming.map((answer) => answer.token_id)), arrayLiteral(naming.map((answer) => answer.key))]);
+}
+
 export function eraseStudent(db: Database, studentId: string): Promise<void> {
   return db.asOperator(async (tx) => {
     const { university_id: universityId, cohort_id: cohortId, changeSeq } = await lockedStudent(tx, studentId);
@@ -137,13 +156,7 @@ export function eraseStudent(db: Database, studentId: string): Promise<void> {
       [...key, sha256Hex(student.email), student.external_id === null ? null : sha256Hex(student.external_id)]);
     const addresses = [student.email, ...secondaries.map((s) => s.email)];
     await markErasedAddresses(tx, addresses);
-    // Kept answers to writes (src/domain/idempotency-keys.ts) name each row by id and address as
-    // sent: left, a retry's replay served the erased address for up to a day. A retry now runs again.
-    await tx.query(
-      `delete from idempotency_keys k where university_id = $1 and response_body is not null
-         and exists (select from jsonb_array_elements(k.response_body::jsonb -> 'results') as r(result)
-                     where r.result ->> 'id' = $2 or lower(btrim(r.result ->> 'email')) = any($3::text[]))`,
-      [universityId, studentId, arrayLiteral(addresses)]);
+    await forgetAnswersNaming(tx, universityId, studentId, addresses);
     await recordTombstone(tx, universityId, changeSeq, 'students', studentId);
     await stampCohortCounts(tx, universityId, changeSeq, [cohortId]);
   });
