@@ -118,6 +118,9 @@ if (!config.databaseUrl && config.demo) {
 
 const baseUrl = `http://${config.host}:${config.port}`;
 
+/** After the shutdown limit, how long the store's close may take before the process exits 1. */
+const SHUTDOWN_CLOSE_MS = 5_000;
+
 const banner = [
   '',
   `Partner data service on ${baseUrl} (${config.databaseUrl ? 'PostgreSQL' : `embedded PGlite in ${config.dataDir}`})`,
@@ -132,8 +135,9 @@ if (demo) {
     `  curl -H "Authorization: Bearer ${demo.read_token}" "${baseUrl}${PARTNER_PREFIX}/students?select=id,email,first_name,last_name&order=last_name&limit=5"`,
   );
 } else {
-  banner.push(`No demo data${config.databaseUrl ? ' on a server database' : ''}: onboard with the operator API `
-    + `(POST ${OPERATOR_PREFIX}/universities, then ${OPERATOR_PREFIX}/tokens; POST ${OPERATOR_PREFIX}/demo loads the demo set).`);
+  // No demo tokens to print (a server's store, or PDS_DEMO=off): say where tokens come from.
+  banner.push(`No demo tokens printed: issue tokens with the operator API${config.adminKey ? '' : ' (set PDS_ADMIN_KEY to enable it)'}, `
+    + `POST ${OPERATOR_PREFIX}/universities and ${OPERATOR_PREFIX}/tokens, or POST ${OPERATOR_PREFIX}/demo for the demo set.`);
 }
 if (!config.adminKey) banner.push(`The operator API (${OPERATOR_PREFIX}) is off; set PDS_ADMIN_KEY to enable it.`);
 process.stderr.write(`${banner.join('\n')}\n\n`);
@@ -150,6 +154,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       app.log.warn({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'requests still in progress at the shutdown limit; their connections are closed');
       app.server.closeAllConnections();
     }, config.shutdownTimeoutMs).unref();
+    // Closing the store gets a few seconds more; a close that hangs ends with the process.
+    setTimeout(() => {
+      app.log.error('the shutdown did not finish; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + SHUTDOWN_CLOSE_MS).unref();
     await app.close();
     clearTimeout(limit);
     await store.close();

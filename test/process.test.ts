@@ -229,7 +229,7 @@ describe('npm start and its data folder and port', () => {
     const started = start(dir, otherPort, { PDS_DEMO: '0' });
     await serving(started, 'OpenAPI');
     // Without demo data there are no tokens to print: the banner says how to get some.
-    assert.match(started.stderr(), /No demo data: onboard with the operator API \(POST \/admin\/v1\/universities/);
+    assert.match(started.stderr(), /No demo tokens printed: issue tokens with the operator API \(set PDS_ADMIN_KEY to enable it\), POST \/admin\/v1\/universities/);
     assert.equal((await fetch(`http://127.0.0.1:${otherPort}/healthz`)).status, 200);
     started.child.kill('SIGTERM');
     assert.deepEqual(await once(started.child, 'exit'), [0, null]);
