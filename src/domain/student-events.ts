@@ -115,12 +115,6 @@ export function verifyEmail(db: Database, studentId: string, email: string): Pro
 }
 
 /**
- * Erasure deletes the student and everything hanging off it, and leaves a tombstone holding
- * only hashes of the address and the student number, so the person is never recreated; the
- * change feed gets a tombstone of its own holding only the id, and the student's cohort shows
- * its new count there.
- */
-/**
  * Deletes the university's kept answers to writes (src/domain/idempotency-keys.ts) with a row
  * naming the student, by id or by an address as sent (read as the rows' keys are, emailKey): left,
  * a retry's replay served the erased address for up to a day. A retry under such a key runs
@@ -139,6 +133,12 @@ async function forgetAnswersNaming(tx: Queryable, universityId: string, studentI
     [universityId, arrayLiteral(naming.map((answer) => answer.token_id)), arrayLiteral(naming.map((answer) => answer.key))]);
 }
 
+/**
+ * Erasure deletes the student and everything hanging off it, and leaves a tombstone holding
+ * only hashes of the address and the student number, so the person is never recreated; the
+ * change feed gets a tombstone of its own holding only the id, and the student's cohort shows
+ * its new count there.
+ */
 export function eraseStudent(db: Database, studentId: string): Promise<void> {
   return db.asOperator(async (tx) => {
     const { university_id: universityId, cohort_id: cohortId, changeSeq } = await lockedStudent(tx, studentId);

@@ -123,8 +123,9 @@ export interface TokenAuthenticatorOptions {
 /**
  * Resolves a bearer token to its principal. Lookups are cached briefly because every request
  * needs one; a revocation, a rotation or a consortium's new member through this instance takes
- * effect at once, one through another instance within CACHE_MS. A cached token is still refused from its expiry on. Unknown
- * hashes are remembered as long, so a repeated bad token costs one lookup, not one per request.
+ * effect at once, one through another instance within CACHE_MS. A cached token is still refused
+ * from its expiry on. Unknown hashes are remembered as long, so a repeated bad token costs one
+ * lookup, not one per request.
  *
  * Tokens are looked up and their use recorded as the operator: the partner role cannot read
  * the tokens table at all.

@@ -57,16 +57,25 @@ function parserErrorToApiError(error: NodeJS.ErrnoException): ApiError {
   }
 }
 
+/**
+ * Ends the socket (after `last`, if given) and destroys it once the client had time to read what
+ * was written, reading and dropping what it still sends meanwhile: closing at once with unread
+ * input would reset the connection and lose the answer.
+ */
+function endLingering(socket: Socket, last?: string): void {
+  if (last === undefined) socket.end();
+  else socket.end(last);
+  setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
+}
+
 /** Writes the answer and closes the connection once the client had time to read it. */
 function writeRaw(socket: Socket, answer: ApiError): void {
   const body = JSON.stringify(answer.toBody());
   const headers = Object.entries(answer.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   // Date, as an origin server with a clock must send (RFC 9110, section 6.6.1).
-  socket.end(`HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nDate: ${new Date().toUTCString()}\r\n`
+  endLingering(socket, `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nDate: ${new Date().toUTCString()}\r\n`
     + `Content-Type: ${JSON_CONTENT_TYPE}\r\n${headers}`
     + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-  // Closing at once with unread input would reset the connection and lose the answer.
-  setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS).unref();
 }
 
 /** What a socket has carried: its first request, its last with the response, and the responses not yet finished. */
@@ -88,20 +97,16 @@ const exchanges = new WeakMap<Socket, SocketExchanges>();
 const answeredRaw = new WeakSet<Socket>();
 
 /**
- * Closes the socket once the client had time to read the answer, reading and dropping what it
- * still sends meanwhile (a lingering close, as writeRaw's). Node destroys a connection it answered
- * with `Connection: close` as soon as the answer is written: a client still sending the body met
- * a reset, and Node's fetch lost a 413 for EPIPE in 2 to 7 of 10 batches over the size limit.
- * Node's http server calls `destroySoon` on such a socket once the answer is written (its
- * resOnFinish; test/http-edge.test.ts notices if it stops). Requests parsed behind the
- * body meanwhile never run, as behind a raw answer: their answers could not be sent.
+ * Has the socket closed as writeRaw's are (endLingering) once Node has written the answer: Node's
+ * http server then calls `destroySoon` (its resOnFinish; test/http-edge.test.ts notices if it
+ * stops), which destroyed the connection at once, so a client still sending the body met a reset
+ * and Node's fetch lost a 413 for EPIPE in 2 to 7 of 10 batches over the size limit. Requests
+ * parsed behind the body meanwhile never run, as behind a raw answer: their answers could not be
+ * sent.
  */
 function lingerAfterAnswer(socket: Socket): void {
   answeredRaw.add(socket);
-  socket.destroySoon = function lingeringClose(this: Socket) {
-    this.end();
-    setTimeout(() => this.destroy(), CLIENT_ERROR_LINGER_MS).unref();
-  };
+  socket.destroySoon = () => endLingering(socket);
 }
 
 function trackExchange(request: IncomingMessage, response: ServerResponse): void {
@@ -249,8 +254,8 @@ export const edge = fp(async (app: FastifyInstance) => {
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header(RESPONSE_HEADERS.requestId, request.id);
-    // An answer given before the body was read (401, 413, 415…) ends the connection, so the
-    // rest of the body is never read.
+    // An answer given before the body was read (401, 413, 415…) ends the connection: the rest of
+    // the body is never parsed, only dropped while the connection lingers.
     if (request.raw.complete === false) {
       reply.header('connection', 'close');
       lingerAfterAnswer(request.raw.socket);
