@@ -139,6 +139,52 @@ if (storeBackends().includes('postgres')) {
       });
     });
 
+    test('the reads of one scope hold at most its share of the reader sessions: another university\'s read is served while they run', async () => {
+      // Five sessions, a share of four; a wait for a free one (300 ms) far shorter than ONE's reads.
+      const fair = openPostgresStore(testStore.url!, 5, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 300 });
+      try {
+        const fairDb = new Database(fair, 5_000);
+        // Four sessions that hold ONE's scope, so that a read of ONE can share them.
+        await Promise.all(Array.from({ length: 4 }, () => readAs(fairDb, ONE, 'select 1', [])));
+        const slow = Array.from({ length: 4 }, () => readAs(fairDb, ONE, 'select 1 from pg_sleep(1)', []));
+        await pause(50);
+        slow.push(readAs(fairDb, ONE, 'select 1 from pg_sleep(1)', []));
+        await pause(50);
+        assert.deepEqual(fair.poolStats(), { inUse: 4, waiting: 0, shared: 1 });
+        const [other] = await readAs<{ visible: string[] }>(fairDb, OTHER, `select ${VISIBLE}`, []);
+        assert.deepEqual(other.visible, [UNIVERSITIES[1]]);
+        await Promise.all(slow);
+      } finally {
+        await fair.close();
+      }
+    });
+
+    test('a read of a scope whose share of sessions is busy waits for one of them within the pool wait, then is refused', async () => {
+      // Two sessions, a share of one.
+      const fair = openPostgresStore(testStore.url!, 2, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 600 });
+      try {
+        const fairDb = new Database(fair, 5_000);
+        await readAs(fairDb, ONE, 'select 1', []);
+        // ONE's session and a read sent behind it: the next waits for it, though a session is free.
+        const busy = async (seconds: number) => {
+          const first = readAs(fairDb, ONE, `select 1 from pg_sleep(${seconds})`, []);
+          await pause(50);
+          return [first, readAs(fairDb, ONE, `select 1 from pg_sleep(${seconds})`, [])];
+        };
+        const short = await busy(0.2);
+        const waiting = readAs<{ scope: string }>(fairDb, ONE, `select current_setting('pds.scope') as scope`, []);
+        await pause(20);
+        assert.deepEqual(fair.poolStats(), { inUse: 1, waiting: 1, shared: 1 });
+        assert.equal((await waiting)[0].scope, UNIVERSITIES[0]);
+        await Promise.all(short);
+        const long = await busy(1);
+        await assert.rejects(readAs(fairDb, ONE, 'select 1', []), { code: 'POOL_TIMEOUT' });
+        await Promise.all(long);
+      } finally {
+        await fair.close();
+      }
+    });
+
     test('a shared session goes back to the pool only once the read sharing it has its answer: the next owner finds nothing in flight', async () => {
       // postgres.js sends a statement whose cached plan the server refused once more at the end
       // of its pipeline: behind the next owner's scope change, it would run in that scope.
@@ -146,7 +192,7 @@ if (storeBackends().includes('postgres')) {
       try {
         const owner = await pool.lease();
         const owned = owner.send('objects', 'select pg_sleep(0.1)');
-        const shared = pool.share(() => true);
+        const shared = pool.share(() => true, 'any scope');
         assert.ok(shared);
         // As a read does (readOnReaderSession), the shared lease ends with its answer.
         const behind = shared.send('objects', 'select pg_sleep(0.2)').finally(() => pool.release(shared));

@@ -1,7 +1,7 @@
 /**
  * The pool of sessions to one PostgreSQL server (src/db/postgres-sessions.ts), by tarn: leases of
- * a session to one caller at a time, and for reads of one scope a second lease of a busy session
- * (SessionPool.share).
+ * a session to one caller at a time, at most a share of them to the reads of one scope, and for
+ * reads of one scope a second lease of a busy session (SessionPool.share).
  */
 import { Pool, TimeoutError } from 'tarn';
 import { CONNECTION_LIFETIME_MS, Lease, Session } from './postgres-sessions.ts';
@@ -20,7 +20,22 @@ type PoolLimits = StoreTimeouts & { maxConnections: number };
  */
 const MAX_SHARED_IN_FLIGHT = 2;
 
+/**
+ * The most sessions of a pool that leases for one scope (a reader's, SessionPool.lease) hold at
+ * once, so that the rest stay for other scopes: a dozen reads of one university that each ran to
+ * the statement timeout took all ten reader sessions, and other universities' reads waited the
+ * pool wait and were answered 503. Beyond its share a scope's reads share its own sessions
+ * (SessionPool.share) or wait for one of them to end.
+ */
+export const scopeShare = (maxConnections: number): number => Math.max(1, Math.floor(maxConnections * 0.8));
+
 export const shuttingDown = () => new StoreUnavailableError('CONNECTION_ENDED', 'The service is shutting down.');
+
+/** A lease for a scope that waits for one of the scope's sessions to end (SessionPool.admit). */
+interface ScopeWaiter {
+  admit(): void;
+  refuse(error: Error): void;
+}
 
 /**
  * Sessions to one server, pooled by tarn: at most `maxConnections`, and a caller waits at most
@@ -39,9 +54,16 @@ export class SessionPool {
    * back to the pool when the last ends, so a session handed out has nothing in flight.
    */
   private readonly leases = new Map<Session, number>();
+  /** The scope each session was leased for, if any, until it goes back to the pool. */
+  private readonly scopeOf = new Map<Session, string>();
+  /** Sessions held per scope, and leases admitted to take one, at most `share` each. */
+  private readonly heldByScope = new Map<string, number>();
+  private readonly scopeWaiters = new Map<string, ScopeWaiter[]>();
+  private readonly sharePerScope: number;
   private closed = false;
 
   constructor(url: string, private readonly limits: PoolLimits, startupParameters: Readonly<Record<string, string>> = {}) {
+    this.sharePerScope = scopeShare(limits.maxConnections);
     this.pool = new Pool<Session>({
       min: 0,
       max: limits.maxConnections,
@@ -65,27 +87,95 @@ export class SessionPool {
     });
   }
 
-  async lease(storeWaitMs = this.limits.storeWaitMs): Promise<Lease> {
+  /**
+   * A session of its own for the caller, within the pool wait. A lease for a `scope` is one of at
+   * most scopeShare(maxConnections) that scope holds: beyond them it first waits for one of them to end,
+   * all within the same pool wait.
+   */
+  async lease(storeWaitMs = this.limits.storeWaitMs, scope: string | null = null): Promise<Lease> {
     if (this.closed) throw shuttingDown();
-    const acquire = this.pool.acquire();
-    this.waiting.add(acquire);
+    const deadline = Date.now() + this.limits.poolWaitMs;
+    if (scope !== null) await this.admit(scope);
     try {
-      const session = await acquire.promise;
+      const session = await this.acquire(deadline - Date.now());
       this.owned.add(session);
       this.leases.set(session, 1);
+      if (scope !== null) this.scopeOf.set(session, scope);
       return new Lease(session, storeWaitMs);
     } catch (error) {
+      if (scope !== null) this.leave(scope);
+      throw error;
+    }
+  }
+
+  /** A session from tarn within `withinMs` (at most the pool wait, tarn's own timeout). */
+  private async acquire(withinMs: number): Promise<Session> {
+    const acquire = this.pool.acquire();
+    this.waiting.add(acquire);
+    let timedOut = false;
+    const timer = withinMs < this.limits.poolWaitMs ? setTimeout(() => {
+      timedOut = true;
+      acquire.abort();
+    }, Math.max(0, withinMs)) : null;
+    try {
+      return await acquire.promise;
+    } catch (error) {
       if (this.closed) throw shuttingDown();
-      if (error instanceof TimeoutError) throw new StoreUnavailableError('POOL_TIMEOUT', `No data store connection came free within ${this.limits.poolWaitMs} ms.`);
+      if (error instanceof TimeoutError || timedOut) throw this.poolTimeout();
       throw error;
     } finally {
+      if (timer) clearTimeout(timer);
       this.waiting.delete(acquire);
     }
   }
 
+  private poolTimeout(): StoreUnavailableError {
+    return new StoreUnavailableError('POOL_TIMEOUT', `No data store connection came free within ${this.limits.poolWaitMs} ms.`);
+  }
+
+  /** Whether `scope` holds its share of the sessions. */
+  private atShare(scope: string): boolean {
+    return (this.heldByScope.get(scope) ?? 0) >= this.sharePerScope;
+  }
+
+  /** Counts a lease for `scope` once the scope holds fewer than its share, within the pool wait. */
+  private admit(scope: string): Promise<void> {
+    if (!this.atShare(scope)) {
+      this.heldByScope.set(scope, (this.heldByScope.get(scope) ?? 0) + 1);
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const queue = this.scopeWaiters.get(scope) ?? [];
+      this.scopeWaiters.set(scope, queue);
+      const timer = setTimeout(() => waiter.refuse(this.poolTimeout()), this.limits.poolWaitMs);
+      const settle = () => {
+        clearTimeout(timer);
+        queue.splice(queue.indexOf(waiter), 1);
+        if (queue.length === 0 && this.scopeWaiters.get(scope) === queue) this.scopeWaiters.delete(scope);
+      };
+      const waiter: ScopeWaiter = {
+        admit: () => { settle(); resolve(); },
+        refuse: (error) => { settle(); reject(error); },
+      };
+      queue.push(waiter);
+    });
+  }
+
+  /** A lease for `scope` ended or failed: the next of its waiters takes its place. */
+  private leave(scope: string): void {
+    const next = this.scopeWaiters.get(scope)?.[0];
+    if (next) {
+      next.admit();
+      return;
+    }
+    const held = this.heldByScope.get(scope)! - 1;
+    if (held > 0) this.heldByScope.set(scope, held);
+    else this.heldByScope.delete(scope);
+  }
+
   /**
-   * When every session is in use and no more may be opened, a second lease of the handed-out
-   * session that `accepts` with the fewest statements in flight, fewer than
+   * When every session is in use and no more may be opened, or `scope` holds its share of them
+   * (lease), a second lease of the handed-out session that `accepts` with the fewest statements in flight, fewer than
    * MAX_SHARED_IN_FLIGHT; else null, and the caller waits for a session of its own (lease). Its
    * statements are sent behind the others on that session, in one pipeline, as postgres.js's own
    * pool sends a query on a busy connection. The session goes back to the pool only once every
@@ -96,8 +186,10 @@ export class SessionPool {
    * (src/db/postgres-store.ts readOnReaderSession): it runs in no transaction of its own and
    * takes none over.
    */
-  share(accepts: (session: Session) => boolean, storeWaitMs = this.limits.storeWaitMs): Lease | null {
-    if (this.closed || this.pool.numFree() > 0 || this.pool.numUsed() + this.pool.numPendingCreates() < this.limits.maxConnections) return null;
+  share(accepts: (session: Session) => boolean, scope: string, storeWaitMs = this.limits.storeWaitMs): Lease | null {
+    if (this.closed) return null;
+    const full = this.pool.numFree() === 0 && this.pool.numUsed() + this.pool.numPendingCreates() >= this.limits.maxConnections;
+    if (!full && !this.atShare(scope)) return null;
     let least: Session | null = null;
     for (const session of this.owned) {
       if (!session.lost && session.inFlight < MAX_SHARED_IN_FLIGHT && accepts(session) && (!least || session.inFlight < least.inFlight)) least = session;
@@ -112,7 +204,9 @@ export class SessionPool {
     // Every lease not yet ended, less one per session whose owner holds it still.
     let leases = 0;
     for (const count of this.leases.values()) leases += count;
-    return { inUse: this.pool.numUsed(), waiting: this.pool.numPendingAcquires(), shared: leases - this.owned.size };
+    let scopeWaiting = 0;
+    for (const queue of this.scopeWaiters.values()) scopeWaiting += queue.length;
+    return { inUse: this.pool.numUsed(), waiting: this.pool.numPendingAcquires() + scopeWaiting, shared: leases - this.owned.size };
   }
 
   release(lease: Lease): void {
@@ -124,13 +218,17 @@ export class SessionPool {
       this.leases.set(session, left);
     } else {
       this.leases.delete(session);
+      const scope = this.scopeOf.get(session);
+      this.scopeOf.delete(session);
       this.pool.release(session);
+      if (scope !== undefined) this.leave(scope);
     }
   }
 
   /** Callers still waiting are refused at once; sessions in use are ended with the idle ones. */
   async close(): Promise<void> {
     this.closed = true;
+    for (const queue of [...this.scopeWaiters.values()]) for (const waiter of [...queue]) waiter.refuse(shuttingDown());
     for (const acquire of this.waiting) acquire.abort();
     await Promise.all([...this.sessions].map((session) => session.sql.end({ timeout: 5 })));
     await this.pool.destroy();
