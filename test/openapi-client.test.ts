@@ -23,6 +23,7 @@ const MISTAKES = {
   misspeltField: { code: 'TS2561', says: "'frist_name' does not exist" },
   patchWithoutEmail: { code: 'TS2322', says: "Property 'email' is missing" },
   columnMaybeUnselected: { code: 'TS2322', says: "Type 'string | undefined' is not assignable to type 'string'" },
+  misspeltColumn: { code: 'TS2551', says: "Property 'emial' does not exist" },
 } as const;
 type Mistake = keyof typeof MISTAKES;
 
@@ -74,9 +75,18 @@ const patched = await client.PATCH('/students', {
   headers: write,
 });
 
+// A change feed's row is whole: every column is there, and only those.
+const feed = await client.GET('/changes/students', { params: { query: { limit: 1000 } }, headers: read });
+if (!feed.data) throw new Error(JSON.stringify(feed.error));
+const changedEmails: string[] = feed.data.changes.flatMap((entry) => (entry.change === 'erased' ? [] : [entry.row.email]));
+const misspeltColumn = feed.data.changes.flatMap((entry) => (entry.change === 'erased' ? [] : [
+  ${expectError('misspeltColumn')}
+  entry.row.emial,
+]));
+
 console.log(JSON.stringify({
   emails, firstEmail, graduations, stringLimitRows: stringLimit.data?.length, outcomes,
-  upserted: upserted.data, misspelt: misspelt.data, patched: patched.data,
+  upserted: upserted.data, misspelt: misspelt.data, patched: patched.data, changedEmails, misspeltColumn,
 }));
 `;
 
@@ -142,7 +152,7 @@ describe('a typed client generated from the served description', () => {
     });
   });
 
-  test('runs against the service: lists students and writes a batch', async () => {
+  test('runs against the service: lists students, writes a batch and reads the change feed', async () => {
     const north = h.demo!.universities[0];
     const [{ name: cohort }] = await h.sql<{ name: string }>('select name from cohorts where university_id = $1 order by name limit 1', [north.id]);
     const expected = await h.sql<{ email: string; graduation_date: string | null }>(
@@ -160,5 +170,8 @@ describe('a typed client generated from the served description', () => {
     assert.deepEqual(result.misspelt.dropped_fields, ['frist_name']);
     assert.equal(result.misspelt.results[0].code, 'MISSING_NAME');
     assert.deepEqual(result.patched.results, [{ email: null, status: 'rejected', code: 'INVALID_EMAIL', message: result.patched.results[0].message }]);
+    const students = await h.sql<{ email: string }>('select email from students_read where university_id = $1 order by email', [north.id]);
+    assert.deepEqual([...result.changedEmails].sort(), students.map((r) => r.email));
+    assert.ok(result.misspeltColumn.every((value: unknown) => value === null), 'a row had a column the description does not name');
   });
 });

@@ -4,7 +4,7 @@
  */
 import { FEED_RESOURCES, type FeedResource, resourcesByName } from '../../resources/registry.ts';
 import type { JsonSchema } from '../schemas.ts';
-import { rowSchemaName, schemaRef } from './components.ts';
+import { rowSchemaName, schemaRef, wholeRowSchema } from './components.ts';
 
 /** The name of a resource's entry schema, e.g. `StudentChange`. */
 const changeSchemaName = (resource: FeedResource): string => `${rowSchemaName(resourcesByName.get(resource)!)}Change`;
@@ -27,7 +27,7 @@ function entrySchema(resource: FeedResource): JsonSchema {
       id: uuid,
       change: { type: 'string', enum: ['created', 'updated'], description: '`created`: the row did not exist at the cursor; `updated`: it did.' },
       // A feed sends whole rows: every column is there, though a read's row schema requires none.
-      row: { allOf: [schemaRef(rowSchemaName(read)), { type: 'object', required: read.columns.map((c) => c.name) }] },
+      row: wholeRowSchema(read),
     },
   };
 }

@@ -75,15 +75,30 @@ function columnSchema(column: Column): JsonSchema {
   return { ...(column.nullable ? withNull(schema) : schema), ...(notes ? { description: notes } : {}) };
 }
 
+const columnSchemas = (resource: Resource): Record<string, JsonSchema> =>
+  Object.fromEntries(resource.columns.map((c) => [c.name, columnSchema(c)]));
+
 function rowSchema(resource: Resource): JsonSchema {
   return {
     type: 'object',
     // No column is required: a row holds only what `select` names, so a required list would
     // refuse every narrowed page the service sends.
     description: `${resource.description} A full row holds every column; \`select\` narrows a row to the columns it names, under their aliases, so no column is required.`,
-    properties: Object.fromEntries(resource.columns.map((c) => [c.name, columnSchema(c)])),
+    properties: columnSchemas(resource),
   };
 }
+
+/**
+ * A row with every column, as the change feed sends one. Its columns are written out with the
+ * required list, not added to the read's row schema by `allOf`: openapi-typescript typed such a
+ * row `Student & Record<string, never>`, every column still optional and a misspelt one `never`.
+ */
+export const wholeRowSchema = (resource: Resource): JsonSchema => ({
+  type: 'object',
+  description: `${resource.description} Every column.`,
+  required: resource.columns.map((c) => c.name),
+  properties: columnSchemas(resource),
+});
 
 // Filters: one grammar for every column's query parameter.
 
