@@ -263,6 +263,19 @@ describe('the OpenAPI description', () => {
     assert.deepEqual([cohort.properties.intake_year.minimum, cohort.properties.intake_year.maximum], [1900, 2200]);
   });
 
+  test('text patterns take what the service takes, read with the `u` flag or without it (as orval\'s zod does); a phone\'s is E.164', () => {
+    const envelope = resolve(doc.paths['/students'].patch.requestBody.content['application/json'].schema.$ref);
+    const { first_name: name, phone } = resolve(envelope.properties.students.items.$ref).properties;
+    for (const flags of ['u', '']) {
+      const takes = (pattern: string, value: string) => new RegExp(pattern, flags).test(value);
+      for (const value of ['Ada', 'José', '𠮷野', 'Zoë 😀']) assert.ok(takes(name.pattern, value), `${value} /${flags}`);
+      for (const value of [' ', 'a\tb', 'a\u2028b', '\ud800', 'a\udc00b', '😀\ud83d']) assert.ok(!takes(name.pattern, value), `${JSON.stringify(value)} /${flags}`);
+      for (const value of ['+447700900123', '+12']) assert.ok(takes(phone.pattern, value), value);
+      for (const value of ['', 'x', '+1', '+0123', '+44 7700 900123', '447700900123']) assert.ok(!takes(phone.pattern, value), value);
+    }
+    assert.deepEqual(phone.type, ['string', 'null']);
+  });
+
   test('batch responses: every field always sent is required, the row codes an enumeration, the key nullable when rejected', () => {
     const ROW_CODES = { students: STUDENT_ROW_CODES, cohorts: COHORT_ROW_CODES };
     for (const resource of WRITABLE_RESOURCES) {

@@ -4,7 +4,7 @@
  * (src/http/openapi/components.ts), and the operator API's cohort body, which Fastify validates.
  */
 import { type TUnsafe, Type } from 'typebox';
-import { NAME_PATTERN, SINGLE_LINE_TEXT_PATTERN } from '../resources/text.ts';
+import { NAME_PATTERN, PHONE_PATTERN, SINGLE_LINE_TEXT_PATTERN } from '../resources/text.ts';
 import { COHORT_SHAPE, type CreateValues, type FieldKind, type WriteField, type WriteShape } from '../resources/write-shapes.ts';
 import type { WriteMode } from '../writes/batch.ts';
 import { createFieldsRequired } from '../writes/field-checks.ts';
@@ -17,7 +17,7 @@ const KIND_SCHEMAS: Record<FieldKind, (field: WriteField) => JsonSchema> = {
   // a blank optional one or entry refused (null clears a field).
   text: (field) => ({ ...singleLine(field), pattern: NAME_PATTERN }),
   email: (field) => ({ type: 'string', format: 'idn-email', maxLength: field.maxLength }),
-  phone: (field) => ({ type: 'string', maxLength: field.maxLength }),
+  phone: (field) => ({ type: 'string', maxLength: field.maxLength, pattern: PHONE_PATTERN }),
   date: () => ({ type: 'string', format: 'date' }),
   boolean: () => ({ type: 'boolean' }),
   integer: (field) => ({ type: 'integer', ...(field.range ? { minimum: field.range.min, maximum: field.range.max } : {}) }),

@@ -20,6 +20,8 @@ export const MAX_NAME_LENGTH = 200;
 export const MAX_EXTERNAL_ID_LENGTH = 100;
 /** E.164: a plus and at most 15 digits. */
 export const MAX_PHONE_LENGTH = 16;
+/** E.164 (INVALID_PHONE otherwise), as a pattern for the description's schemas too. */
+export const PHONE_PATTERN = '^\\+[1-9][0-9]{1,14}$';
 
 /** Unicode control characters (C0, DEL and C1) and line breaks (U+2028, U+2029): none belongs in a single-line field. */
 const CONTROL_CHARACTER = /[\p{Cc}\p{Zl}\p{Zp}]/u;
@@ -31,10 +33,12 @@ const REFUSED_CHARACTER = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]/u;
 
 /**
  * The same rule as a JSON Schema pattern, for request schemas. JSON Schema 2020-12 (OpenAPI
- * 3.1's dialect) builds patterns with the `u` flag, as Ajv does, so the surrogate range matches
- * only an unpaired one.
+ * 3.1's dialect) reads patterns with the `u` flag, as Ajv does, where a pair is one code point
+ * outside the surrogate range; generators that build `new RegExp(pattern)` without it (orval's
+ * zod) read a pair as two surrogates, so a pair is taken explicitly too: without it they refused
+ * every name with an emoji or a character past U+FFFF, which the service takes.
  */
-export const SINGLE_LINE_TEXT_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\ud800-\\udfff]*$';
+export const SINGLE_LINE_TEXT_PATTERN = '^(?:[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$';
 
 /** A name: single-line text with something besides spaces (a lookahead before the same rule). */
 export const NAME_PATTERN = `^(?=.*\\S)${SINGLE_LINE_TEXT_PATTERN.slice(1)}`;

@@ -3,7 +3,7 @@
  * checks run in), the fields read off the student's write shape.
  */
 import { emailKey } from '../domain/email-register.ts';
-import { hasNul, hasRefusedCharacter, longerThan } from '../resources/text.ts';
+import { PHONE_PATTERN, hasNul, hasRefusedCharacter, longerThan } from '../resources/text.ts';
 import { STUDENT_SHAPE, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type WriteMode, reject } from './batch.ts';
 import { NOT_AN_OBJECT, asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem } from './field-checks.ts';
@@ -42,7 +42,7 @@ export function isEmailAddress(sent: string): boolean {
   const email = emailKey(sent);
   return !longerThan(email, STUDENT_SHAPE.fields.email.maxLength) && isAddress(email) && !hasRefusedCharacter(sent) && !INVISIBLE.test(email);
 }
-const E164 = /^\+[1-9]\d{1,14}$/;
+const E164 = new RegExp(PHONE_PATTERN);
 const NOT_AN_ADDRESS = 'email is not a valid address.';
 
 /** A row that passed validation. Absent fields are `undefined`; null means "clear". */
