@@ -215,7 +215,7 @@ describe('pds-sync and rows that lost a race', () => {
         const rows = (JSON.parse(text) as { students: { email: string }[] }).students;
         sent.push(rows.map((row) => row.email));
         const results = rows.map(({ email }, i) => (answers[n - 1][i] === 'raced'
-          ? { email, status: 'rejected', code: 'CONCURRENT_WRITE', message: 'Another write took this address at the same moment; retry the row.' }
+          ? { email, status: 'rejected', code: 'CONCURRENT_WRITE', message: 'Another write raced this row at the same moment, and again on its retry; retry the row.' }
           : { email, status: answers[n - 1][i] }));
         const counts = { created: 0, updated: 0, unchanged: 0, rejected: 0 };
         for (const result of results) counts[result.status as keyof typeof counts]++;

@@ -121,7 +121,7 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
         return lost;
       });
       for (const row of losers) {
-        results[row.index] = { email: row.sentEmail, status: 'rejected', ...reject('CONCURRENT_WRITE', 'Another write took this address at the same moment; retry the row.') };
+        results[row.index] = { email: row.sentEmail, status: 'rejected', ...reject('CONCURRENT_WRITE', 'Another write raced this row at the same moment, and again on its retry; retry the row.') };
       }
       return {
         counts: countOutcomes(results),

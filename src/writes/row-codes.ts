@@ -21,7 +21,7 @@ export const STUDENT_ROW_CODES = {
   NOT_FOUND: 'PATCH: no student matches the external_id or email.',
   ALREADY_EXISTS: 'POST: the student exists already.',
   DUPLICATE_IN_BATCH: 'An earlier row of the batch names the same email or external_id, or the same student.',
-  CONCURRENT_WRITE: 'The row lost a race for the address to another write, again after one retry; retry the row.',
+  CONCURRENT_WRITE: 'The row lost a race to another write (for its address, or a deadlock between the two), again after one retry; retry the row.',
 } as const;
 
 export const COHORT_ROW_CODES = {
