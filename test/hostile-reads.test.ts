@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { type AddressInfo, type Socket, connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { arrayLiteral } from '../src/db/array-literal.ts';
 import { StoreUnavailableError } from '../src/db/store.ts';
 import { LIMITS } from '../src/limits.ts';
 import { ApiError } from '../src/errors.ts';
@@ -299,6 +300,19 @@ for (const backend of backends()) {
       });
     }
 
+    test('a query string near its limit is answered within the 16 KiB of headers that fetch reads: Content-Location is left out', async () => {
+      const port = await listening();
+      const token = h.demo!.universities[0].read_token;
+      const query = `select=id&limit=1&last_name=neq.${'x'.repeat(LIMITS.maxQueryStringBytes - 40)}`;
+      const long = await fetch(`http://127.0.0.1:${port}/v1/students?${query}`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(long.status, 200);
+      assert.equal(long.headers.get('content-location'), null);
+      assert.equal((await long.json()).length, 1);
+      const short = await fetch(`http://127.0.0.1:${port}/v1/students?select=id&limit=1`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(short.headers.get('content-location'), '/v1/students?limit=1&select=id');
+      await short.arrayBuffer();
+    });
+
     test('a 5xx answer\'s hint quotes its request id, whatever failed', async () => {
       const token = h.demo!.universities[0].read_token;
       // The token's lookup is cached by this first read; the page's own read then fails.
@@ -416,3 +430,36 @@ test('the embedded store answers 503 DATABASE_BUSY instead of queueing without e
     await h.close();
   }
 });
+
+for (const backend of backends()) {
+  describe(`a streamed page past a planned total on ${backend}`, () => {
+    let h: Harness;
+    before(async () => {
+      // A consortium with more students than a planned total counts exactly (LIMITS.rowsPerResponse) and a page streams past them.
+      h = await Harness.start(backend, { demoStudents: 16_000 });
+    });
+    after(() => h.close());
+
+    test('is 416 when the planned total falls short of the offset, and leaves no transaction nor large-page slot behind', async () => {
+      const consortium = h.demo!.consortium.read_token;
+      const [{ total }] = await h.sql<{ total: number }>('select count(*)::int as total from students where university_id = any($1::uuid[])',
+        [arrayLiteral(h.demo!.universities.slice(0, 3).map((u) => u.id))]);
+      const offset = LIMITS.rowsPerResponse + 100;
+      assert.ok(total > offset + LIMITS.wholePageRows, `the consortium has ${total} students`);
+      // Statistics taken before every last name became one they never saw: the planner expects a
+      // handful, and beyond the row cap a planned total is the cap + 1, short of the offset.
+      await h.sql('analyze students');
+      await h.sql(`update students set last_name = 'Underestimated'`);
+      const page = `/v1/students?select=id&last_name=eq.Underestimated&order=id&limit=${LIMITS.wholePageRows + 1}&offset=${offset}`;
+      // Once per large-page slot of the scope and once more: each 416 opened a stream that held its slot and its transaction.
+      for (let i = 0; i <= LIMITS.largePagesPerScope; i++) {
+        const res = await h.get(page, consortium, { prefer: 'count=planned' });
+        assert.deepEqual([res.status, res.json.code], [416, 'PGRST103'], `${res.status} ${res.headers['content-range']}`);
+      }
+      const exact = await h.get(page, consortium, { prefer: 'count=exact' });
+      assert.equal(exact.status, 206, `${exact.status} ${exact.headers['content-range']}`);
+      assert.equal(exact.json.length, LIMITS.wholePageRows + 1);
+      assert.equal((await h.get('/v1/campuses?select=id', h.demo!.universities[3].read_token)).status, 200);
+    });
+  });
+}

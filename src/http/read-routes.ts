@@ -4,6 +4,7 @@
  * URL by src/query/query-string.ts, not by Fastify, because PostgREST's grammar decides how keys
  * repeat and how `+` and escapes decode.
  */
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
 import { type ApiError, apiError } from '../errors.ts';
@@ -11,7 +12,7 @@ import { executeRead } from '../query/execute.ts';
 import { LargePageSlots } from '../query/large-pages.ts';
 import { readPlanOf } from '../query/read-plans.ts';
 import { type Resource, resources } from '../resources/registry.ts';
-import { readResponseHead } from './read-response.ts';
+import { type ReadResponseHead, readResponseHead } from './read-response.ts';
 
 /** The raw query string, undecoded. */
 export function rawQueryString(request: FastifyRequest): string {
@@ -37,7 +38,15 @@ function readHandler(db: Database, resource: Resource, plannedCounts: boolean, l
       onLateError: (error) => request.log.error({ code: (error as { code?: unknown }).code }, 'streaming a page failed; the response was aborted'),
       largePages,
     });
-    const { status, headers } = readResponseHead(plan, result);
+    let responseHead: ReadResponseHead;
+    try {
+      responseHead = readResponseHead(plan, result);
+    } catch (error) {
+      // A stream no one reads would hold its transaction open.
+      if (result.body instanceof Readable) result.body.destroy();
+      throw error;
+    }
+    const { status, headers } = responseHead;
     reply.code(status).headers(headers);
     return reply.send(head ? undefined : result.body);
   };

@@ -31,6 +31,9 @@ interface PageSize {
   readonly total: number | null;
 }
 
+/** Whether a page starts past its counted total, which is 416 (src/http/read-response.ts): it has nothing to send. */
+export const offsetPastTotal = (plan: ReadPlan, total: number | null): boolean => total !== null && plan.page.offset > total;
+
 export interface ReadResult extends PageSize {
   /** The page in the plan's media type, as bytes or text, or streamed; null for HEAD. */
   readonly body: string | Buffer | Readable | null;
@@ -329,6 +332,9 @@ function readStreamed(db: Database, scope: Scope, plan: ReadPlan, mediaType: Str
         await declareCursor();
         return answer({ ...size, body: null });
       }
+      // A planned total can fall short of the rows there are: a page past it is 416 with no body,
+      // where a stream opened for it held its transaction and its slot for good.
+      if (offsetPastTotal(plan, size.total)) return answer({ ...size, body: null });
       if (size.rows <= LIMITS.wholePageRows) return answer({ ...size, body: await wholeBodyIn(tx, plan, scope.universityIds) });
       const giveBack = options.largePages.take(db.partnerReader(scope).scope.value);
       try {
