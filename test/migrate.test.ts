@@ -38,6 +38,26 @@ test('every table under a tenant policy is forced to row-level security and inde
   }
 });
 
+test('every index of a tenant table leads with university_id, but a primary key (one row by its id) and the service-wide lookups of accounts and stored answers', async () => {
+  const { store, drop } = await openTestStore('pglite');
+  try {
+    // An index led by another column let a read filtering on another university's id fetch its
+    // rows before row-level security dropped them, in time that grew with their number.
+    const indexes = await store.query<{ name: string }>(`
+      select ic.relname as name
+      from pg_index i join pg_class ic on ic.oid = i.indexrelid join pg_class c on c.oid = i.indrelid
+        join pg_attribute a on a.attrelid = i.indrelid and a.attnum = i.indkey[0]
+      where c.oid in (select (schemaname || '.' || tablename)::regclass from pg_policies where policyname = 'tenant_scope')
+        and c.relname <> 'universities' and not i.indisprimary and a.attname <> 'university_id'
+      order by 1`);
+    // Erased addresses are refused service-wide (ACCOUNT_DELETED), the operator lists every
+    // account, and stored write answers expire service-wide.
+    assert.deepEqual(indexes.map((r) => r.name), ['accounts_created_idx', 'accounts_erased_email_idx', 'idempotency_keys_created_idx']);
+  } finally {
+    await drop();
+  }
+});
+
 test("pds_tenant has pds_app's grants, and for each of pds_app's policies a twin bound to one university", async () => {
   const { store, drop } = await openTestStore('pglite');
   try {

@@ -164,13 +164,14 @@ export function eraseStudent(db: Database, studentId: string): Promise<void> {
 
 export function alumniHistory(db: Database, studentId: string) {
   return db.asOperator(async (tx) => {
-    const [student] = await tx.query<{ id: string; is_alumni: boolean; account_status: string }>(
-      'select id, is_alumni, account_status from students where id = $1', [studentId]);
+    const [student] = await tx.query<{ id: string; university_id: string; is_alumni: boolean; account_status: string }>(
+      'select id, university_id, is_alumni, account_status from students where id = $1', [studentId]);
     if (!student) throw studentNotFound();
+    // By the tenant-led index (src/db/migrations/012_tenant_led_indexes.sql).
     const history = await tx.query<{ is_alumni: boolean; reason: string; created_at: string }>(
       `select is_alumni, reason, ${timestampJson('created_at')} as created_at
-       from alumni_flag_history where student_id = $1 order by id`,
-      [studentId],
+       from alumni_flag_history where university_id = $2 and student_id = $1 order by id`,
+      [studentId, student.university_id],
     );
     return { student_id: student.id, is_alumni: student.is_alumni, account_status: student.account_status, history };
   });
