@@ -113,6 +113,9 @@ export async function openTestStore(backend: Backend, options: { migrated?: bool
   };
 }
 
+/** The statement time and store wait of a harness's demo data load. */
+const DEMO_LOAD_WAIT_MS = 120_000;
+
 export interface Response {
   status: number;
   headers: OutgoingHttpHeaders;
@@ -136,13 +139,24 @@ export class Harness {
   /** The app over a store opened already (openTestStore), migrated by then. */
   static async over(backend: Backend, testStore: TestStore, options: HarnessOptions = {}): Promise<Harness> {
     const db = new Database(testStore.store, options.statementTimeoutMs ?? 5_000);
-    const demo = options.demoStudents ? await db.asOperator((tx) => loadDemo(tx, { students: options.demoStudents })) : null;
-    const app = await buildApp({
-      adminKey: ADMIN_KEY, redisUrl: undefined, readLimitPerMin: 100_000, writeLimitPerMin: 100_000, plannedCounts: true, logLevel: 'silent',
-      ...options.settings,
-    }, db);
-    await app.ready();
-    return new Harness(backend, testStore, db, app, demo);
+    try {
+      // Thousands of students, loaded beside other suites, take longer than a request may wait.
+      const loading = new Database(testStore.store, DEMO_LOAD_WAIT_MS);
+      const demo = options.demoStudents
+        ? await loading.asOperator((tx) => loadDemo(tx, { students: options.demoStudents }), { storeWaitMs: DEMO_LOAD_WAIT_MS })
+        : null;
+      const app = await buildApp({
+        // Planned counts on (PDS_PLANNED_COUNTS), the path the count tests read; off, they are exact counts.
+        adminKey: ADMIN_KEY, redisUrl: undefined, readLimitPerMin: 100_000, writeLimitPerMin: 100_000, plannedCounts: true, logLevel: 'silent',
+        ...options.settings,
+      }, db);
+      await app.ready();
+      return new Harness(backend, testStore, db, app, demo);
+    } catch (error) {
+      // The store's open sessions would keep the test process alive after the suite failed.
+      await testStore.drop();
+      throw error;
+    }
   }
 
   get store(): Store {
