@@ -150,7 +150,8 @@ export class SessionPool {
       const timer = setTimeout(() => waiter.refuse(this.poolTimeout()), this.limits.poolWaitMs);
       const settle = () => {
         clearTimeout(timer);
-        queue.splice(queue.indexOf(waiter), 1);
+        const at = queue.indexOf(waiter);
+        if (at >= 0) queue.splice(at, 1);
         if (queue.length === 0 && this.scopeWaiters.get(scope) === queue) this.scopeWaiters.delete(scope);
       };
       const waiter: ScopeWaiter = {
