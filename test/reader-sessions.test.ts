@@ -159,6 +159,24 @@ if (storeBackends().includes('postgres')) {
       }
     });
 
+    test('a partner\'s reads in a transaction (single objects, streamed pages, the change feed) hold at most the scope\'s share of the store\'s connections too', async () => {
+      const fair = openPostgresStore(testStore.url!, 5, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 300 });
+      try {
+        const fairDb = new Database(fair, 5_000);
+        const slow = Array.from({ length: 4 }, () => fairDb.asPartner(ONE, (tx) => tx.query('select pg_sleep(1)'), { readOnly: true }));
+        await pause(50);
+        const beyond = fairDb.asPartner(ONE, (tx) => tx.query('select 1'), { readOnly: true });
+        await pause(50);
+        assert.deepEqual(fair.poolStats(), { inUse: 4, waiting: 1, shared: 0 });
+        const [other] = await fairDb.asPartner(OTHER, (tx) => tx.query<{ visible: string[] }>(`select ${VISIBLE}`), { readOnly: true });
+        assert.deepEqual(other.visible, [UNIVERSITIES[1]]);
+        await assert.rejects(beyond, { code: 'POOL_TIMEOUT', message: /hold their share/ });
+        await Promise.all(slow);
+      } finally {
+        await fair.close();
+      }
+    });
+
     test('a read of a scope whose share of sessions is busy waits for one of them within the pool wait, then is refused', async () => {
       // Two sessions, a share of one.
       const fair = openPostgresStore(testStore.url!, 2, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 600 });

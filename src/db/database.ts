@@ -84,7 +84,8 @@ export class Database {
 
   /** The settings are the scope's reader binding's (partnerReader), made once per scope object. */
   asPartner<T>(scope: Scope, fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return this.store.transaction(fn, { ...options, settings: this.partnerReader(scope).transaction.settings });
+    const reader = this.partnerReader(scope);
+    return this.store.transaction(fn, { ...options, settings: reader.transaction.settings, scope: reader.scope.value });
   }
 
   /**

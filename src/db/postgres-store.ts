@@ -176,7 +176,7 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
      * the callback's first statements, so a one-query transaction costs two round trips, not four.
      */
     async transaction(fn, options = {}) {
-      const lease = await pool.lease(options.storeWaitMs);
+      const lease = await pool.lease(options.storeWaitMs, options.scope);
       const tx = lease.queryable();
       try {
         const result = await pipelined(Promise.all(beginMessages(options).map((message) => tx.exec(message))), () => fn(tx));

@@ -56,7 +56,7 @@ export class SessionPool {
   private readonly leases = new Map<Session, number>();
   /** The scope each session was leased for, if any, until it goes back to the pool. */
   private readonly scopeOf = new Map<Session, string>();
-  /** Sessions held per scope, and leases admitted to take one, at most `share` each. */
+  /** Sessions held per scope, and leases admitted to take one, at most `sharePerScope` each. */
   private readonly heldByScope = new Map<string, number>();
   private readonly scopeWaiters = new Map<string, ScopeWaiter[]>();
   private readonly sharePerScope: number;
@@ -95,7 +95,13 @@ export class SessionPool {
   async lease(storeWaitMs = this.limits.storeWaitMs, scope: string | null = null): Promise<Lease> {
     if (this.closed) throw shuttingDown();
     const deadline = Date.now() + this.limits.poolWaitMs;
-    if (scope !== null) await this.admit(scope);
+    if (scope !== null) {
+      await this.admit(scope);
+      if (this.closed) {
+        this.leave(scope);
+        throw shuttingDown();
+      }
+    }
     try {
       const session = await this.acquire(deadline - Date.now());
       this.owned.add(session);
@@ -110,6 +116,7 @@ export class SessionPool {
 
   /** A session from tarn within `withinMs` (at most the pool wait, tarn's own timeout). */
   private async acquire(withinMs: number): Promise<Session> {
+    if (withinMs <= 0) throw this.poolTimeout();
     const acquire = this.pool.acquire();
     this.waiting.add(acquire);
     let timedOut = false;
@@ -147,7 +154,8 @@ export class SessionPool {
     return new Promise<void>((resolve, reject) => {
       const queue = this.scopeWaiters.get(scope) ?? [];
       this.scopeWaiters.set(scope, queue);
-      const timer = setTimeout(() => waiter.refuse(this.poolTimeout()), this.limits.poolWaitMs);
+      const timer = setTimeout(() => waiter.refuse(new StoreUnavailableError('POOL_TIMEOUT',
+        `The reads of one scope hold their share of the data store connections (${this.sharePerScope}); none of them came free within ${this.limits.poolWaitMs} ms.`)), this.limits.poolWaitMs);
       const settle = () => {
         clearTimeout(timer);
         const at = queue.indexOf(waiter);

@@ -25,6 +25,8 @@ export interface TransactionOptions {
   readOnly?: boolean;
   /** Replaces the store-wait budget (StoreTimeouts.storeWaitMs) for this transaction, e.g. for migrations. */
   storeWaitMs?: number;
+  /** A partner's scope (ReaderBinding.scope.value), of whose connections the transaction is one (src/db/session-pool.ts, scopeShare). */
+  scope?: string;
   /**
    * SET LOCAL statements (src/db/database.ts) run right after BEGIN, sent with it without waiting
    * (beginMessages): one round trip for both.

@@ -17,7 +17,7 @@ import { RESPONSE_HEADERS } from './response-headers.ts';
  * read limit and never read, four times over. A longer location is left out: it only names the
  * page that was asked for.
  */
-const MAX_CONTENT_LOCATION_BYTES = 8_192;
+export const MAX_CONTENT_LOCATION_BYTES = 8_192;
 
 export interface ReadResponseHead {
   readonly status: 200 | 206;

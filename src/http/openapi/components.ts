@@ -12,6 +12,7 @@ import { type Column, type ColumnType, type Resource, resources, resourcesByName
 import type { WritableResource } from '../../resources/write-shapes.ts';
 import { SAFE_REQUEST_ID } from '../edge.ts';
 import { RATE_LIMIT_HEADERS } from '../rate-limits.ts';
+import { MAX_CONTENT_LOCATION_BYTES } from '../read-response.ts';
 import { RESPONSE_HEADERS } from '../response-headers.ts';
 import { type JsonSchema, withNull } from '../schemas.ts';
 import type { RowRequirement } from '../write-schemas.ts';
@@ -202,7 +203,8 @@ export const HEADERS = {
     schema: { type: 'string', pattern: '^(\\d+-\\d+|\\*)/(\\d+|\\*)$' },
   },
   [RESPONSE_HEADERS.contentLocation]: {
-    description: 'The page read: its path and its query parameters in key order (PostgREST\'s canonical form), each as sent.',
+    description: 'The page read: its path and its query parameters in key order (PostgREST\'s canonical form), each as sent; '
+      + `left out when longer than ${MAX_CONTENT_LOCATION_BYTES.toLocaleString('en')} bytes.`,
     schema: { type: 'string' },
   },
   [RATE_LIMIT_HEADERS.limit]: integerHeader('Requests allowed per window (a minute) by the limit that counted this one: reads per source '
