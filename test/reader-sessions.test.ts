@@ -109,18 +109,21 @@ if (storeBackends().includes('postgres')) {
       assert.deepEqual(after.visible, [UNIVERSITIES[1]]);
     });
 
+    /** `check` on a store of its own with `maxConnections` in each pool and a wait of `poolWaitMs` for a free one. */
+    const onStore = async (maxConnections: number, poolWaitMs: number, check: (onDb: Database, on: Store) => Promise<void>) => {
+      const on = openPostgresStore(testStore.url!, maxConnections, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs });
+      try {
+        await check(new Database(on, 5_000), on);
+      } finally {
+        await on.close();
+      }
+    };
+
     /**
      * `check` on a store of one reader session whose wait for a free one (50 ms) is far shorter
      * than a read in flight: only a read that shares the session is served.
      */
-    const onSharingStore = async (check: (sharingDb: Database, sharing: Store) => Promise<void>) => {
-      const sharing = openPostgresStore(testStore.url!, 1, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 50 });
-      try {
-        await check(new Database(sharing, 5_000), sharing);
-      } finally {
-        await sharing.close();
-      }
-    };
+    const onSharingStore = (check: (sharingDb: Database, sharing: Store) => Promise<void>) => onStore(1, 50, check);
 
     test('when its one session is busy, a read of the same scope is sent behind the read in flight instead of waiting for it, one at most', async () => {
       await onSharingStore(async (sharingDb, sharing) => {
@@ -141,9 +144,7 @@ if (storeBackends().includes('postgres')) {
 
     test('the reads of one scope hold at most its share of the reader sessions: another university\'s read is served while they run', async () => {
       // Five sessions, a share of four; a wait for a free one (300 ms) far shorter than ONE's reads.
-      const fair = openPostgresStore(testStore.url!, 5, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 300 });
-      try {
-        const fairDb = new Database(fair, 5_000);
+      await onStore(5, 300, async (fairDb, fair) => {
         // Four sessions that hold ONE's scope, so that a read of ONE can share them.
         await Promise.all(Array.from({ length: 4 }, () => readAs(fairDb, ONE, 'select 1', [])));
         const slow = Array.from({ length: 4 }, () => readAs(fairDb, ONE, 'select 1 from pg_sleep(1)', []));
@@ -154,15 +155,11 @@ if (storeBackends().includes('postgres')) {
         const [other] = await readAs<{ visible: string[] }>(fairDb, OTHER, `select ${VISIBLE}`, []);
         assert.deepEqual(other.visible, [UNIVERSITIES[1]]);
         await Promise.all(slow);
-      } finally {
-        await fair.close();
-      }
+      });
     });
 
     test('a partner\'s reads in a transaction (single objects, streamed pages, the change feed) hold at most the scope\'s share of the store\'s connections too', async () => {
-      const fair = openPostgresStore(testStore.url!, 5, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 300 });
-      try {
-        const fairDb = new Database(fair, 5_000);
+      await onStore(5, 300, async (fairDb, fair) => {
         const slow = Array.from({ length: 4 }, () => fairDb.asPartner(ONE, (tx) => tx.query('select pg_sleep(1)'), { readOnly: true }));
         await pause(50);
         const beyond = fairDb.asPartner(ONE, (tx) => tx.query('select 1'), { readOnly: true });
@@ -172,16 +169,12 @@ if (storeBackends().includes('postgres')) {
         assert.deepEqual(other.visible, [UNIVERSITIES[1]]);
         await assert.rejects(beyond, { code: 'POOL_TIMEOUT', message: /hold their share/ });
         await Promise.all(slow);
-      } finally {
-        await fair.close();
-      }
+      });
     });
 
     test('a read of a scope whose share of sessions is busy waits for one of them within the pool wait, then is refused', async () => {
       // Two sessions, a share of one.
-      const fair = openPostgresStore(testStore.url!, 2, { ...DEFAULT_STORE_TIMEOUTS, poolWaitMs: 600 });
-      try {
-        const fairDb = new Database(fair, 5_000);
+      await onStore(2, 600, async (fairDb, fair) => {
         await readAs(fairDb, ONE, 'select 1', []);
         // ONE's session and a read sent behind it: the next waits for it, though a session is free.
         const busy = async (seconds: number) => {
@@ -198,9 +191,7 @@ if (storeBackends().includes('postgres')) {
         const long = await busy(1);
         await assert.rejects(readAs(fairDb, ONE, 'select 1', []), { code: 'POOL_TIMEOUT' });
         await Promise.all(long);
-      } finally {
-        await fair.close();
-      }
+      });
     });
 
     test('a shared session goes back to the pool only once the read sharing it has its answer: the next owner finds nothing in flight', async () => {
