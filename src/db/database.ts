@@ -84,8 +84,8 @@ export class Database {
 
   /** The settings are the scope's reader binding's (partnerReader), made once per scope object. */
   asPartner<T>(scope: Scope, fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    const reader = this.partnerReader(scope);
-    return this.store.transaction(fn, { ...options, settings: reader.transaction.settings, scope: reader.scope.value });
+    const { settings, scope: readerScope } = this.partnerReader(scope).transaction;
+    return this.store.transaction(fn, { ...options, settings, scope: readerScope });
   }
 
   /**
@@ -104,10 +104,11 @@ export class Database {
   partnerReader(scope: Scope): ReaderBinding {
     let reader = this.readers.get(scope);
     if (!reader) {
+      const value = scopeSetting(scope);
       reader = {
         startupParameters: this.readerParameters,
-        scope: { setting: SCOPE_SETTING, value: scopeSetting(scope) },
-        transaction: { readOnly: true, settings: this.partnerSettings(scope) },
+        scope: { setting: SCOPE_SETTING, value },
+        transaction: { readOnly: true, settings: this.partnerSettings(scope), scope: value },
         universityIds: scope.universityIds,
       };
       this.readers.set(scope, reader);

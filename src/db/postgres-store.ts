@@ -89,15 +89,15 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
     return citus;
   };
   /**
-   * A partner's read passes its `scope`, of whose sessions it is one (SessionPool.lease). BEGIN,
+   * A partner's read is one of its scope's sessions (TransactionOptions.scope, SessionPool.lease). BEGIN,
    * the statement and COMMIT go out together, nothing awaited in between: one
    * round trip where awaiting the statement before COMMIT made two (the cheap page's transaction
    * at 32 callers on 10 sessions: 1,370–1,630/s against 1,270–1,320/s). After a failed BEGIN or
    * statement the transaction is aborted and COMMIT answers ROLLBACK without an error, so the
    * session comes back idle; a session that failed is destroyed by its lease and never handed out again.
    */
-  const readInTransaction = async <F extends RowForm>(on: SessionPool, statement: ReaderStatement<F>, options: TransactionOptions = {}, scope: string | null = null): Promise<RowForms[F][]> => {
-    const lease = await on.lease(options.storeWaitMs, scope);
+  const readInTransaction = async <F extends RowForm>(on: SessionPool, statement: ReaderStatement<F>, options: TransactionOptions = {}): Promise<RowForms[F][]> => {
+    const lease = await on.lease(options.storeWaitMs, options.scope);
     const tx = lease.queryable();
     try {
       const begin = beginMessages(options);
@@ -222,9 +222,9 @@ export function openPostgresStore(url: string, maxConnections: number, timeouts:
             if ((error as { code?: unknown }).code !== SHARD_ELSEWHERE) throw error;
           }
         }
-        return readInTransaction(transactionsOn(node), statement, binding.transaction, binding.scope.value);
+        return readInTransaction(transactionsOn(node), statement, binding.transaction);
       }
-      if (options.readerSessions === false) return readInTransaction(pool, statement, binding.transaction, binding.scope.value);
+      if (options.readerSessions === false) return readInTransaction(pool, statement, binding.transaction);
       if (closed) throw shuttingDown();
       readers ??= { parameters: binding.startupParameters, pool: new SessionPool(url, limits, binding.startupParameters) };
       if (readers.parameters !== binding.startupParameters && !isDeepStrictEqual(readers.parameters, binding.startupParameters)) throw new Error('A store opens its reader sessions with one set of startup parameters.');
