@@ -158,6 +158,22 @@ if (storeBackends().includes('postgres')) {
       });
     });
 
+    test('two universities\' slow reads leave the last sessions to a scope that holds none: a third scope\'s read is served while they run', async () => {
+      // Ten sessions: ONE takes its share of eight, OTHER one of the last two, BOTH the last.
+      await onStore(10, 300, async (fairDb, fair) => {
+        const slow = (scope: Scope) => Array.from({ length: 10 }, () => readAs(fairDb, scope, 'select 1 from pg_sleep(1)', []));
+        const ones = slow(ONE);
+        await pause(50);
+        const settled = Promise.allSettled([...ones, ...slow(OTHER)]);
+        await pause(50);
+        assert.deepEqual(fair.poolStats(), { inUse: 9, waiting: 11, shared: 0 });
+        const third = await readAs<{ visible: string[] }>(fairDb, BOTH, `select ${VISIBLE}`, []).then(([row]) => ({ ...row }), (error: Error) => error);
+        const served = (await settled).filter((s) => s.status === 'fulfilled').length;
+        assert.deepEqual(third, { visible: [...BOTH.universityIds].sort() });
+        assert.equal(served, 9);
+      });
+    });
+
     test('a partner\'s reads in a transaction (single objects, streamed pages, the change feed) hold at most the scope\'s share of the store\'s connections too', async () => {
       await onStore(5, 300, async (fairDb, fair) => {
         const slow = Array.from({ length: 4 }, () => fairDb.asPartner(ONE, (tx) => tx.query('select pg_sleep(1)'), { readOnly: true }));

@@ -1,6 +1,6 @@
 /**
  * The pool of sessions to one PostgreSQL server (src/db/postgres-sessions.ts), by tarn: leases of
- * a session to one caller at a time, at most a share of them to the reads of one scope, and for
+ * a session to one caller at a time, the last few of them kept for scopes that hold none, and for
  * reads of one scope a second lease of a busy session (SessionPool.share).
  */
 import { Pool, TimeoutError } from 'tarn';
@@ -22,17 +22,20 @@ const MAX_SHARED_IN_FLIGHT = 2;
 
 /**
  * The most sessions of a pool that leases for one scope (a reader's, SessionPool.lease) hold at
- * once, so that the rest stay for other scopes: a dozen reads of one university that each ran to
- * the statement timeout took all ten reader sessions, and other universities' reads waited the
- * pool wait and were answered 503. Beyond its share a scope's reads share its own sessions
- * (SessionPool.share) or wait for one of them to end.
+ * once when no other lease holds one: the rest, a fifth, are kept for scopes that hold none
+ * (SessionPool.admissible). A dozen reads of one university that each ran to the statement
+ * timeout took all ten reader sessions, and other universities' reads waited the pool wait and
+ * were answered 503; a share for each scope alone still let two universities' slow reads take
+ * them all. Beyond it a scope's reads share its own sessions (SessionPool.share) or wait for one
+ * of them to end.
  */
 export const scopeShare = (maxConnections: number): number => Math.max(1, Math.floor(maxConnections * 0.8));
 
 export const shuttingDown = () => new StoreUnavailableError('CONNECTION_ENDED', 'The service is shutting down.');
 
-/** A lease for a scope that waits for one of the scope's sessions to end (SessionPool.admit). */
+/** A lease for a scope that waits until it may take a session (SessionPool.admit). */
 interface ScopeWaiter {
+  readonly scope: string;
   admit(): void;
   refuse(error: Error): void;
 }
@@ -56,14 +59,19 @@ export class SessionPool {
   private readonly leases = new Map<Session, number>();
   /** The scope each session was leased for, if any, until it goes back to the pool. */
   private readonly scopeOf = new Map<Session, string>();
-  /** Sessions held per scope, and leases admitted to take one, at most `sharePerScope` each. */
+  /** Sessions held per scope, and leases admitted to take one (SessionPool.admissible). */
   private readonly heldByScope = new Map<string, number>();
-  private readonly scopeWaiters = new Map<string, ScopeWaiter[]>();
-  private readonly sharePerScope: number;
+  /** The sum of heldByScope, and the sessions handed out for no scope. */
+  private heldForScopes = 0;
+  private heldForNone = 0;
+  /** Leases for a scope waiting to be admitted, in the order they came. */
+  private readonly scopeWaiters: ScopeWaiter[] = [];
+  /** The sessions only a scope that holds none may take. */
+  private readonly reserve: number;
   private closed = false;
 
   constructor(url: string, private readonly limits: PoolLimits, startupParameters: Readonly<Record<string, string>> = {}) {
-    this.sharePerScope = scopeShare(limits.maxConnections);
+    this.reserve = limits.maxConnections - scopeShare(limits.maxConnections);
     this.pool = new Pool<Session>({
       min: 0,
       max: limits.maxConnections,
@@ -88,9 +96,9 @@ export class SessionPool {
   }
 
   /**
-   * A session of its own for the caller, within the pool wait. A lease for a `scope` is one of at
-   * most scopeShare(maxConnections) that scope holds: beyond them it first waits for one of them to end,
-   * all within the same pool wait.
+   * A session of its own for the caller, within the pool wait. A lease for a `scope` that holds
+   * sessions already first waits, within the same pool wait, until it may take another
+   * (admissible).
    */
   async lease(storeWaitMs = this.limits.storeWaitMs, scope: string | null = null): Promise<Lease> {
     if (this.closed) throw shuttingDown();
@@ -107,6 +115,7 @@ export class SessionPool {
       this.owned.add(session);
       this.leases.set(session, 1);
       if (scope !== null) this.scopeOf.set(session, scope);
+      else this.heldForNone++;
       return new Lease(session, storeWaitMs);
     } catch (error) {
       if (scope !== null) this.leave(scope);
@@ -140,51 +149,64 @@ export class SessionPool {
     return new StoreUnavailableError('POOL_TIMEOUT', `No data store connection came free within ${this.limits.poolWaitMs} ms.`);
   }
 
-  /** Whether `scope` holds its share of the sessions. */
-  private atShare(scope: string): boolean {
-    return (this.heldByScope.get(scope) ?? 0) >= this.sharePerScope;
+  /**
+   * Whether a lease for `scope` may take a session: one whose scope holds none always may; else
+   * only while more than `reserve` sessions stay free, so that a scope alone holds at most
+   * scopeShare(maxConnections), and two or more leave the last ones to the scopes that hold none.
+   */
+  private admissible(scope: string): boolean {
+    return !this.heldByScope.has(scope) || this.limits.maxConnections - this.heldForScopes - this.heldForNone > this.reserve;
   }
 
-  /** Counts a lease for `scope` once the scope holds fewer than its share, within the pool wait. */
+  private hold(scope: string): void {
+    this.heldByScope.set(scope, (this.heldByScope.get(scope) ?? 0) + 1);
+    this.heldForScopes++;
+  }
+
+  /** Counts a lease for `scope` once it is admissible, within the pool wait. */
   private admit(scope: string): Promise<void> {
-    if (!this.atShare(scope)) {
-      this.heldByScope.set(scope, (this.heldByScope.get(scope) ?? 0) + 1);
+    if (this.admissible(scope)) {
+      this.hold(scope);
       return Promise.resolve();
     }
     return new Promise<void>((resolve, reject) => {
-      const queue = this.scopeWaiters.get(scope) ?? [];
-      this.scopeWaiters.set(scope, queue);
       const timer = setTimeout(() => waiter.refuse(new StoreUnavailableError('POOL_TIMEOUT',
-        `The reads of one scope hold their share of the data store connections (${this.sharePerScope}); none of them came free within ${this.limits.poolWaitMs} ms.`)), this.limits.poolWaitMs);
+        `The reads of this scope hold their share of the data store connections; none came free for them within ${this.limits.poolWaitMs} ms.`)), this.limits.poolWaitMs);
       const settle = () => {
         clearTimeout(timer);
-        const at = queue.indexOf(waiter);
-        if (at >= 0) queue.splice(at, 1);
-        if (queue.length === 0 && this.scopeWaiters.get(scope) === queue) this.scopeWaiters.delete(scope);
+        const at = this.scopeWaiters.indexOf(waiter);
+        if (at >= 0) this.scopeWaiters.splice(at, 1);
       };
       const waiter: ScopeWaiter = {
+        scope,
         admit: () => { settle(); resolve(); },
         refuse: (error) => { settle(); reject(error); },
       };
-      queue.push(waiter);
+      this.scopeWaiters.push(waiter);
     });
   }
 
-  /** A lease for `scope` ended or failed: the next of its waiters takes its place. */
+  /** A lease for `scope` ended or failed. */
   private leave(scope: string): void {
-    const next = this.scopeWaiters.get(scope)?.[0];
-    if (next) {
-      next.admit();
-      return;
-    }
     const held = this.heldByScope.get(scope)! - 1;
     if (held > 0) this.heldByScope.set(scope, held);
     else this.heldByScope.delete(scope);
+    this.heldForScopes--;
+    this.admitWaiters();
+  }
+
+  /** Admits, in the order they came, the waiting leases that now may take a session. */
+  private admitWaiters(): void {
+    for (const waiter of [...this.scopeWaiters]) {
+      if (!this.admissible(waiter.scope)) continue;
+      this.hold(waiter.scope);
+      waiter.admit();
+    }
   }
 
   /**
-   * When every session is in use and no more may be opened, or `scope` holds its share of them
-   * (lease), a second lease of the handed-out session that `accepts` with the fewest statements in flight, fewer than
+   * When every session is in use and no more may be opened, or `scope` may take no more of them
+   * (admissible), a second lease of the handed-out session that `accepts` with the fewest statements in flight, fewer than
    * MAX_SHARED_IN_FLIGHT; else null, and the caller waits for a session of its own (lease). Its
    * statements are sent behind the others on that session, in one pipeline, as postgres.js's own
    * pool sends a query on a busy connection. The session goes back to the pool only once every
@@ -198,7 +220,7 @@ export class SessionPool {
   share(accepts: (session: Session) => boolean, scope: string, storeWaitMs = this.limits.storeWaitMs): Lease | null {
     if (this.closed) return null;
     const full = this.pool.numFree() === 0 && this.pool.numUsed() + this.pool.numPendingCreates() >= this.limits.maxConnections;
-    if (!full && !this.atShare(scope)) return null;
+    if (!full && this.admissible(scope)) return null;
     let least: Session | null = null;
     for (const session of this.owned) {
       if (!session.lost && session.inFlight < MAX_SHARED_IN_FLIGHT && accepts(session) && (!least || session.inFlight < least.inFlight)) least = session;
@@ -213,9 +235,7 @@ export class SessionPool {
     // Every lease not yet ended, less one per session whose owner holds it still.
     let leases = 0;
     for (const count of this.leases.values()) leases += count;
-    let scopeWaiting = 0;
-    for (const queue of this.scopeWaiters.values()) scopeWaiting += queue.length;
-    return { inUse: this.pool.numUsed(), waiting: this.pool.numPendingAcquires() + scopeWaiting, shared: leases - this.owned.size };
+    return { inUse: this.pool.numUsed(), waiting: this.pool.numPendingAcquires() + this.scopeWaiters.length, shared: leases - this.owned.size };
   }
 
   release(lease: Lease): void {
@@ -230,14 +250,19 @@ export class SessionPool {
       const scope = this.scopeOf.get(session);
       this.scopeOf.delete(session);
       this.pool.release(session);
-      if (scope !== undefined) this.leave(scope);
+      if (scope !== undefined) {
+        this.leave(scope);
+      } else {
+        this.heldForNone--;
+        this.admitWaiters();
+      }
     }
   }
 
   /** Callers still waiting are refused at once; sessions in use are ended with the idle ones. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const queue of [...this.scopeWaiters.values()]) for (const waiter of [...queue]) waiter.refuse(shuttingDown());
+    for (const waiter of [...this.scopeWaiters]) waiter.refuse(shuttingDown());
     for (const acquire of this.waiting) acquire.abort();
     await Promise.all([...this.sessions].map((session) => session.sql.end({ timeout: 5 })));
     await this.pool.destroy();
