@@ -27,6 +27,9 @@ describe('textProblem', () => {
     ['an unpaired low surrogate at the end', 'ab\udfff', 200, /unpaired surrogate/],
     ['a surrogate pair reversed', 'a\ude00\ud83d', 200, /unpaired surrogate/],
     ['a control character and an unpaired surrogate', 'a\u0000\ud800', 200, /control characters/],
+    ['a tab, a return and a line break at either end, which trimming removes', '\tAda\r\n', 200, null],
+    ['a line separator at the end, which trimming removes', 'Ada\u2028', 200, null],
+    ['a NUL at the end, which trimming keeps', 'Ada\u0000', 200, /control characters/],
   ];
   for (const [name, value, max, expected] of cases) {
     test(`${name} → ${expected ?? 'accepted'}`, () => {

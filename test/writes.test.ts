@@ -182,6 +182,20 @@ for (const backend of storeBackends()) {
         assert.equal((await stored(id)).email, row.email);
       });
 
+      // Reported in review: the line break or tab a spreadsheet's export leaves at the end of a
+      // value was INVALID_EMAIL or INVALID_FIELD, though the address is "trimmed" (D4).
+      test('a tab or line break at either end of a value is trimmed as spaces are, on create and when matching', async () => {
+        const row = student({ email: email('export'), external_id: `X-${Date.now()}` });
+        const created = await one('POST', { ...row, email: `\t${row.email}\r\n`, first_name: 'Ada\r', last_name: '\tLovelace\n', external_id: `${row.external_id}\r`, cohort_name: `${row.cohort_name}\r\n` });
+        assert.equal(created.status, 'created', JSON.stringify(created));
+        const { email: storedEmail, first_name, last_name, external_id } = await stored(created.id);
+        assert.deepEqual({ storedEmail, first_name, last_name, external_id }, { storedEmail: row.email, first_name: 'Ada', last_name: 'Lovelace', external_id: row.external_id });
+        const matched = await one('PATCH', { email: `${row.email}\n`, last_name: 'Byron\u2028' });
+        assert.deepEqual([matched.status, matched.id], ['updated', created.id]);
+        const inside = await one('PATCH', { email: row.email, last_name: 'By\tron' });
+        assert.deepEqual([inside.code, inside.message], ['INVALID_FIELD', 'last_name must not contain control characters (such as NUL, tab or line breaks); white space at either end is trimmed.']);
+      });
+
       test('a different cohort_name moves the student', async () => {
         const row = student();
         const { id } = await one('PUT', row);

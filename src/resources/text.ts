@@ -6,7 +6,8 @@
  * is left out when it holds a NUL (src/writes/student-rows.ts, sentStudentKeys). Lengths count
  * characters (code points), as JSON Schema's maxLength does; 200 characters are at most 800
  * bytes of UTF-8. They hold for a value as stored, trimmed: a name padded past its length with
- * spaces it loses was refused.
+ * spaces it loses was refused, and so was an address or a name with the line break or tab a
+ * spreadsheet's export leaves at its end (`"ada@u.edu\r"`), which trimming removes.
  * An unpaired surrogate (JSON's `"\ud800"`) is refused as well: UTF-8 cannot carry one, so the
  * driver stores U+FFFD in its place, and a name or key matched as sent would not match what was
  * stored (a PUT of cohort `"a\ud800"` created a new cohort of that name on every replay).
@@ -32,18 +33,20 @@ const CONTROL_CHARACTER = /[\p{Cc}\p{Zl}\p{Zp}]/u;
 const REFUSED_CHARACTER = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]/u;
 
 /**
- * The same rule as a JSON Schema pattern, for request schemas. JSON Schema 2020-12 (OpenAPI
- * 3.1's dialect) reads patterns with the `u` flag, as Ajv does, where a pair is one code point
- * outside the surrogate range; generators that build `new RegExp(pattern)` without it (orval's
- * zod) read a pair as two surrogates, so a pair is taken explicitly too: without it they refused
- * every name with an emoji or a character past U+FFFF, which the service takes.
+ * The same rule as a JSON Schema pattern, for request schemas, with the white space trimming
+ * removes (ECMAScript's `\s`, String.prototype.trim's set) taken at either end. JSON Schema
+ * 2020-12 (OpenAPI 3.1's dialect) reads patterns with the `u` flag, as Ajv does, where a pair is
+ * one code point outside the surrogate range; generators that build `new RegExp(pattern)`
+ * without it (orval's zod) read a pair as two surrogates, so a pair is taken explicitly too:
+ * without it they refused every name with an emoji or a character past U+FFFF, which the service
+ * takes.
  */
-export const SINGLE_LINE_TEXT_PATTERN = '^(?:[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$';
+export const SINGLE_LINE_TEXT_PATTERN = '^\\s*(?:[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*\\s*$';
 
-/** A name: single-line text with something besides spaces (a lookahead before the same rule). */
-export const NAME_PATTERN = `^(?=.*\\S)${SINGLE_LINE_TEXT_PATTERN.slice(1)}`;
+/** A name: single-line text with something besides white space (a lookahead before the same rule). */
+export const NAME_PATTERN = `^(?=[\\s\\S]*\\S)${SINGLE_LINE_TEXT_PATTERN.slice(1)}`;
 
-/** Whether the string holds a character no single-line field takes (see REFUSED_CHARACTER). */
+/** Whether the string holds a character no single-line field takes (see REFUSED_CHARACTER); callers pass it trimmed. */
 export const hasRefusedCharacter = (value: string) => REFUSED_CHARACTER.test(value);
 
 /** Whether the string holds a NUL, which PostgreSQL refuses in text: the whole statement fails (22021). */
@@ -60,10 +63,11 @@ export const longerThan = (value: string, maxLength: number) => value.length > m
 
 /** Why `value` is not acceptable single-line text of at most `maxLength` characters once trimmed, or null. */
 export function textProblem(field: string, value: string, maxLength: number): string | null {
-  if (hasRefusedCharacter(value)) {
-    return CONTROL_CHARACTER.test(value) ? `${field} must not contain control characters (such as NUL, tab or line breaks).`
+  const stored = value.trim();
+  if (hasRefusedCharacter(stored)) {
+    return CONTROL_CHARACTER.test(stored) ? `${field} must not contain control characters (such as NUL, tab or line breaks); white space at either end is trimmed.`
       : `${field} must be Unicode text: it holds an unpaired surrogate (a lone \\ud800-\\udfff escape).`;
   }
-  if (longerThan(value.trim(), maxLength)) return `${field} must be at most ${maxLength} characters.`;
+  if (longerThan(stored, maxLength)) return `${field} must be at most ${maxLength} characters.`;
   return null;
 }

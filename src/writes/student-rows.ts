@@ -40,7 +40,7 @@ function isAddress(email: string): boolean {
  */
 export function isEmailAddress(sent: string): boolean {
   const email = emailKey(sent);
-  return !longerThan(email, STUDENT_SHAPE.fields.email.maxLength) && isAddress(email) && !hasRefusedCharacter(sent) && !INVISIBLE.test(email);
+  return !longerThan(email, STUDENT_SHAPE.fields.email.maxLength) && isAddress(email) && !hasRefusedCharacter(email) && !INVISIBLE.test(email);
 }
 const E164 = new RegExp(PHONE_PATTERN);
 const NOT_AN_ADDRESS = 'email is not a valid address.';
