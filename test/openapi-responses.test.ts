@@ -137,8 +137,8 @@ for (const backend of backends()) {
       });
       const results = responses.flatMap((res) => res.json.results);
       assert.deepEqual(new Set(results.map((r) => r.status)), new Set(['created', 'updated', 'unchanged', 'rejected']));
-      assert.deepEqual(results.filter((r) => r.name === null).map((r) => r.code), ['INVALID_NAME', 'INVALID_NAME']);
-      assert.deepEqual(new Set(results.map((r) => r.code).filter(Boolean)), new Set(['INVALID_FIELD', 'INVALID_NAME', 'ALREADY_EXISTS', 'NOT_FOUND']));
+      assert.deepEqual(results.filter((r) => r.name === null).map((r) => r.code), ['MISSING_FIELD', 'MISSING_FIELD']);
+      assert.deepEqual(new Set(results.map((r) => r.code).filter(Boolean)), new Set(['INVALID_FIELD', 'MISSING_FIELD', 'ALREADY_EXISTS', 'NOT_FOUND']));
     });
 
     test('error bodies match the responses documented for their statuses, headers included', async () => {

@@ -70,7 +70,11 @@ export function validateCohortRow(raw: unknown, index: number, mode: WriteMode):
   const name = typeof row.name === 'string' ? row.name : null;
   const fail = (code: CohortRowCode, message: string): ValidatedCohortRow => ({ rejected: reject(code, message), name });
   const maxName = COHORT_SHAPE.fields.name.maxLength;
-  if (name === null || isBlank(name) || textProblem('name', name, maxName) !== null) {
+  // The name is a field a create needs and the key of every row: absent, it is missing; null or
+  // not a string, a field of the wrong kind (docs/decisions.md, "Cohort writes").
+  if (row.name === undefined) return fail('MISSING_FIELD', 'name is required: it is the cohort\'s key.');
+  if (name === null) return fail('INVALID_FIELD', kindProblem('name', COHORT_SHAPE.fields.name, row.name)!);
+  if (isBlank(name) || textProblem('name', name, maxName) !== null) {
     return fail('INVALID_NAME',
       `name is required: 1 to ${maxName} characters, not blank, without control characters or unpaired surrogates.`);
   }

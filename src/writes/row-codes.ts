@@ -25,9 +25,9 @@ export const STUDENT_ROW_CODES = {
 } as const;
 
 export const COHORT_ROW_CODES = {
-  INVALID_NAME: `name is absent, empty, blank, over ${COHORT_SHAPE.fields.name.maxLength} characters, or with control characters or unpaired surrogates.`,
-  INVALID_FIELD: 'A field has the wrong type, a bad date or year, a value outside its enumeration, null on a required field, a blank value or template name, or a string too long or with control characters or unpaired surrogates.',
-  MISSING_FIELD: 'A field required to create a cohort is absent (POST, and PUT of a name no cohort has).',
+  INVALID_NAME: `name is empty, blank, over ${COHORT_SHAPE.fields.name.maxLength} characters, or with control characters or unpaired surrogates.`,
+  INVALID_FIELD: 'A field (name included) has the wrong type, a bad date or year, a value outside its enumeration, null on a required field, a blank value or template name, or a string too long or with control characters or unpaired surrogates.',
+  MISSING_FIELD: 'name is absent, or a field required to create a cohort is (POST, and PUT of a name no cohort has).',
   INVALID_DATE_RANGE: 'end_date is not after start_date, as sent or once merged with the stored cohort.',
   NAME_AMBIGUOUS: 'Several cohorts of the university share that name.',
   ALREADY_EXISTS: 'POST: a cohort of that name exists already.',
