@@ -208,3 +208,46 @@ for (const backend of storeBackends()) {
     }
   });
 }
+
+/** The last migration before addresses were stored with Greek's final sigma as σ (014). */
+const BEFORE_FINAL_SIGMA = '013_redundant_tenant_indexes.sql';
+
+for (const backend of storeBackends()) {
+  test(`a ${backend} database at ${BEFORE_FINAL_SIGMA}: an address lower-casing stored with ς is found by every spelling of it after the next migration`, async () => {
+    const testStore = await openTestStore(backend, { migratedThrough: BEFORE_FINAL_SIGMA });
+    const h = await Harness.over(backend, testStore);
+    try {
+      const universities = await Promise.all(['Sigma North', 'Sigma South'].map(async (name) => (await h.admin('POST', '/universities', { name })).json.id as string));
+      const [north, south] = await Promise.all(universities.map(async (id) => (await h.admin('POST', '/tokens', { university_id: id, can_write: true })).json.token as string));
+      const send = (token: string, method: 'PUT' | 'PATCH', resource: 'cohorts' | 'students', rows: unknown[]) => h.request({
+        method, url: `/v1/${resource}`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ [resource]: rows }),
+      });
+      const cohort = { name: 'gr-2027', display_name: 'GR 2027', program: 'Classics', degree: 'BA', start_date: '2024-09-01', end_date: '2027-06-30', intake_year: 2024, intake_term: 'Fall' };
+      for (const token of [north, south]) assert.equal((await send(token, 'PUT', 'cohorts', [cohort])).status, 200);
+      const student = { first_name: 'Νίκος', last_name: 'Παπάς', cohort_name: 'gr-2027', is_alumni: false };
+      const created = (await send(north, 'PUT', 'students', [{ ...student, email: 'ΝΙΚΟΣ@north.example.gr' }])).json.results[0];
+      assert.equal(created.status, 'created');
+      // As the service stored it before: lower-cased, the final Σ as ς.
+      const [folded, unfolded] = ['νικοσ@north.example.gr', 'νικος@north.example.gr'];
+      await h.store.query('update accounts set email = $2 where email = $1', [folded, unfolded]);
+      await h.store.query('update students set email = $2 where email = $1', [folded, unfolded]);
+      await h.store.query(`insert into email_register (email_hash, kind, university_id) select $2, kind, university_id from email_register where email_hash = $1`, [sha256Hex(folded), sha256Hex(unfolded)]);
+      await h.store.query('delete from email_register where email_hash = $1', [sha256Hex(folded)]);
+
+      assert.deepEqual(await migrate(testStore.store), ['014_greek_final_sigma.sql']);
+      const [stored] = await h.sql<{ email: string }>('select email from students where id = $1', [created.id]);
+      assert.equal(stored.email, folded);
+      const registered = await h.store.query<{ email_hash: string }>('select email_hash from email_register where email_hash = any($1::text[])', [`{${sha256Hex(folded)},${sha256Hex(unfolded)}}`]);
+      assert.deepEqual(registered.map((r) => r.email_hash), [sha256Hex(folded)]);
+      for (const spelling of [unfolded, folded, 'ΝΙΚΟΣ@north.example.gr']) {
+        const [matched] = (await send(north, 'PATCH', 'students', [{ email: spelling, last_name: 'Παπαδόπουλος' }])).json.results;
+        assert.deepEqual([matched.status === 'rejected' ? matched.code : 'matched', matched.id], ['matched', created.id], spelling);
+      }
+      const [elsewhere] = (await send(south, 'PUT', 'students', [{ ...student, email: unfolded }])).json.results;
+      assert.equal(elsewhere.code, 'EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY');
+    } finally {
+      await h.close();
+    }
+  });
+}

@@ -214,6 +214,12 @@ for (const backend of storeBackends()) {
         assert.deepEqual(kind.json.items.map((a: any) => a.id), [selfServe.id]);
         const email = await h.admin('GET', `/accounts?email=${encodeURIComponent(` STAFF.${backend}@ACCOUNT.EDU `)}`);
         assert.deepEqual(email.json.items.map((a: any) => a.id), [staff.id]);
+        // The address as the service keys it (emailKey): the final sigma as σ, whatever case it is sent in.
+        const greek = (await h.admin('POST', '/accounts', { email: `ΣΟΦΙΑΣ.${backend}@account.edu`, kind: 'staff', university_id: university.id })).json;
+        for (const spelling of [`σοφιας.${backend}@account.edu`, `ΣΟΦΙΑΣ.${backend}@ACCOUNT.EDU`]) {
+          const found = await h.admin('GET', `/accounts?email=${encodeURIComponent(spelling)}`);
+          assert.deepEqual(found.json.items.map((a: any) => a.id), [greek.id], spelling);
+        }
 
         const [student] = await h.sql<{ id: string }>(`select id from accounts where kind = 'student' limit 1`);
         expectError(await h.admin('GET', `/accounts/${student.id}`), 404, 'NOT_FOUND');

@@ -196,6 +196,22 @@ for (const backend of storeBackends()) {
         assert.deepEqual([inside.code, inside.message], ['INVALID_FIELD', 'last_name must not contain control characters (such as NUL, tab or line breaks); white space at either end is trimmed.']);
       });
 
+      // Reported in review: lower-casing writes Σ as ς at the end of a word and σ elsewhere, so
+      // one address compared case-insensitively (D4) was two accounts.
+      test('an address is one however its Greek sigma is written: ΝΙΚΟΣ@, νικος@ and νικοσ@ name one student, and one batch cannot create two', async () => {
+        const shouted = email('ΝΙΚΟΣ');
+        assert.ok(shouted.toLowerCase().includes('ς'));
+        const created = await one('PUT', student({ email: shouted }));
+        assert.equal(created.status, 'created');
+        for (const [i, spelling] of [shouted.toLowerCase(), shouted.toLowerCase().replaceAll('ς', 'σ')].entries()) {
+          const matched = await one('PATCH', { email: spelling, last_name: `Παπάς ${i}` });
+          assert.deepEqual([matched.status, matched.id], ['updated', created.id], spelling);
+        }
+        const pair = email('pair').split('@');
+        const res = await send('PUT', 'students', [student({ email: `${pair[0]}ΑΣ@${pair[1]}` }), student({ email: `${pair[0]}ασ@${pair[1]}` })]);
+        assert.deepEqual(res.json.results.map((r: any) => r.code ?? r.status), ['created', 'DUPLICATE_IN_BATCH']);
+      });
+
       test('a different cohort_name moves the student', async () => {
         const row = student();
         const { id } = await one('PUT', row);

@@ -9,8 +9,13 @@ import { arrayLiteral } from '../db/array-literal.ts';
 import type { Queryable } from '../db/store.ts';
 import { valuesList } from '../db/values.ts';
 
-/** An address as the service compares and stores it: trimmed and lower-cased (docs/decisions.md, Student writes). */
-export const emailKey = (email: string): string => email.trim().toLowerCase();
+/**
+ * An address as the service compares and stores it: trimmed and lower-cased (docs/decisions.md,
+ * Student writes), Greek's final sigma as σ. Lower-casing writes Σ as ς at the end of a word and
+ * σ elsewhere, so `ΝΙΚΟΣ@` and `νικοσ@`, one address compared case-insensitively, were two: two
+ * accounts, a PATCH that found no student, another university's create that passed the register.
+ */
+export const emailKey = (email: string): string => email.trim().toLowerCase().replaceAll('ς', 'σ');
 
 /** Hex SHA-256 of the UTF-8 text: the register's key, and the erased tombstones' hashes. */
 export const sha256Hex = (value: string): string => createHash('sha256').update(value, 'utf8').digest('hex');

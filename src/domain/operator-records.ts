@@ -7,12 +7,13 @@ import { UUID_PATTERN } from '../db/database.ts';
 import { Parameters } from '../db/parameters.ts';
 import type { Queryable } from '../db/store.ts';
 import { apiError } from '../errors.ts';
+import { emailKey } from './email-register.ts';
 import { isRenderedTimestamp, timestampJson } from './timestamps.ts';
 
 export type OperatorCollection = 'consortia' | 'universities' | 'campuses' | 'resume-templates' | 'accounts' | 'tokens';
 
-/** The SQL condition on the record (aliased `r`) for one bound value, given its placeholder. */
-type Filter = (value: string) => string;
+/** The SQL condition on the record (aliased `r`) for one value sent, bound by `bind` (which answers its placeholder). */
+type Filter = (value: string, bind: (value: string) => string) => string;
 
 interface RecordKind {
   readonly table: string;
@@ -23,9 +24,9 @@ interface RecordKind {
   readonly only?: string;
 }
 
-const equals = (column: string, type: 'uuid' | 'text'): Filter => (value) => `r.${column} = ${value}::${type}`;
+const equals = (column: string, type: 'uuid' | 'text'): Filter => (value, bind) => `r.${column} = ${bind(value)}::${type}`;
 /** Case-insensitive substring: the operator looks a record up by part of its name. */
-const nameContains: Filter = (value) => `strpos(lower(r.name), lower(${value})) > 0`;
+const nameContains: Filter = (value, bind) => `strpos(lower(r.name), lower(${bind(value)})) > 0`;
 const createdAt = timestampJson('r.created_at');
 const universityId = { university_id: equals('university_id', 'uuid') };
 
@@ -62,7 +63,7 @@ export const OPERATOR_RECORDS = {
     table: 'accounts',
     only: `r.kind <> 'student'`,
     fields: { id: 'r.id', email: 'r.email', kind: 'r.kind', university_id: 'nullif(r.university_id, r.id)', created_at: createdAt },
-    filters: { ...universityId, kind: equals('kind', 'text'), email: (value) => `r.email = lower(btrim(${value}))` },
+    filters: { ...universityId, kind: equals('kind', 'text'), email: (value, bind) => `r.email = ${bind(emailKey(value))}` },
   },
   // Never the secret (it is not stored) nor its hash.
   tokens: {
@@ -87,7 +88,7 @@ export const OPERATOR_RECORDS = {
       ...universityId,
       consortium_id: equals('consortium_id', 'uuid'),
       // Active: neither revoked nor expired, by the store's clock.
-      active: (value) => `${TOKEN_ACTIVE} = ${value}::boolean`,
+      active: (value, bind) => `${TOKEN_ACTIVE} = ${bind(value)}::boolean`,
     },
   },
 } as const satisfies Readonly<Record<OperatorCollection, RecordKind>>;
@@ -146,7 +147,7 @@ export async function listRecords<C extends OperatorCollection>(tx: Queryable, c
   const params = new Parameters();
   const conditions = kind.only ? [kind.only] : [];
   for (const [name, value] of Object.entries(request.filters) as [string, string | undefined][]) {
-    if (value !== undefined) conditions.push(kind.filters[name](params.add(value)));
+    if (value !== undefined) conditions.push(kind.filters[name](value, (bound) => params.add(bound)));
   }
   if (request.after !== undefined) {
     const key = decodeCursor(request.after);
