@@ -335,6 +335,11 @@ for (const backend of storeBackends()) {
       const created = await h.admin('POST', '/cohorts', { ...cohort, name: ` ${unique('spaced cohort')} `, campus_name: ` ${campus} 2` });
       assert.equal(created.status, 201, created.body);
       assert.equal(created.json.name, created.json.name.trim());
+      // Reported in review: the create answered the operator's own list of columns (no campus_name,
+      // student_count or updated_at); it answers the cohort as a partner's read of it does.
+      const [read] = (await h.get(`/v1/cohorts?id=eq.${created.json.id}`, north.read_token)).json;
+      assert.deepEqual(created.json, read);
+      assert.deepEqual([read.campus_name, read.student_count], [`${campus} 2`, 0]);
     });
 
     test('an app-side cohort may repeat a name, but its dates, campus and templates are checked as a partner\'s create is', async () => {

@@ -13,7 +13,6 @@ import type { COHORT_SHAPE, CreateValues } from '../resources/write-shapes.ts';
 import { datesInOrder, unknownTemplates } from './cohort-checks.ts';
 import { claimAccountAddress, emailKey } from './email-register.ts';
 import { type OperatorCollection, getRecord } from './operator-records.ts';
-import { timestampJson } from './timestamps.ts';
 
 /** Runs an insert that returns the new record's `id`, and reads the record back. */
 async function insertOne(tx: Queryable, collection: OperatorCollection, text: string, params: (string | null)[]): Promise<Row> {
@@ -84,9 +83,9 @@ export type AppCohortInput = { university_id: string } & CreateValues<typeof COH
  * range) are checked before, by the schema read off the write shape (cohortCreateBody in
  * src/http/write-schemas.ts).
  * It takes the university's lock like every change to its cohorts, for the change number the
- * change feed orders it by (src/db/locks.ts).
+ * change feed orders it by (src/db/locks.ts). Answers the new cohort's id.
  */
-export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
+export async function createCohortInApp(tx: Queryable, input: AppCohortInput): Promise<string> {
   if (!datesInOrder(input.start_date, input.end_date)) throw apiError('INVALID_DATE_RANGE', input.start_date, input.end_date);
   const changeSeq = await lockUniversity(tx, input.university_id);
   let campusId: string | null = null;
@@ -110,10 +109,5 @@ export async function createCohortInApp(tx: Queryable, input: AppCohortInput) {
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text[], $13::bigint, $13::bigint) returning id`,
     [input.university_id, input.name.trim(), input.display_name, input.program, input.degree, input.start_date, input.end_date,
       String(input.intake_year), input.intake_term, campusId, input.study_mode ?? null, arrayLiteral(templates), changeSeq]);
-  const [row] = await tx.query(
-    `select id, university_id, name, display_name, program, degree, start_date::text, end_date::text, intake_year,
-       intake_term, campus_id, study_mode, resume_template_names, ${timestampJson('created_at')} as created_at
-     from cohorts where id = $1 and university_id = $2`,
-    [id, input.university_id]);
-  return row;
+  return id;
 }

@@ -8,7 +8,8 @@
 import { arrayLiteral } from '../db/array-literal.ts';
 import { Parameters } from '../db/parameters.ts';
 import type { ReadMediaType } from './media-types.ts';
-import { type OutputColumn, type PlannedCondition, type PlannedField, type ReadPlan, castCanFail } from './plan.ts';
+import type { Resource } from '../resources/registry.ts';
+import { type OutputColumn, type PlannedCondition, type PlannedField, type ReadPlan, castCanFail, wholeRowOutput } from './plan.ts';
 import type { ComparisonOperator, FtsOperator, IsValue, Operation } from './syntax.ts';
 
 export interface Statement {
@@ -265,6 +266,17 @@ export function buildPageRowsStatement(plan: ReadPlan, tenants: Tenants): Statem
 export function buildCountStatement(plan: ReadPlan, tenants: Tenants, cap?: number | bigint): Statement {
   const params = new Parameters();
   return { text: `SELECT (${countSql(plan, tenants, params, cap)})::text AS total`, params: params.values };
+}
+
+/**
+ * One row of a university's `resource` by its id, every column as a read of it answers them (its
+ * JSON as text): what the operator API answers for a row it creates in a partner's resource.
+ */
+export function buildRowByIdStatement(resource: Resource, universityId: string, id: string): Statement {
+  const params = new Parameters();
+  const row = rowJsonSql(wholeRowOutput(resource), params);
+  const where = `${tenantConditionSql(resource.tenantColumn.name, [universityId], params)} AND id = ${params.add(id)}::uuid`;
+  return { text: `SELECT (${row})::text AS row FROM ${quoteIdentifier(resource.relation)} WHERE ${where}`, params: params.values };
 }
 
 /** The planner's estimate of the filtered rows (`Prefer: count=planned`); read by plannedRows. */

@@ -10,6 +10,9 @@ import type { TokenAuthenticator } from '../../domain/tokens.ts';
 import {
   createAccount, createCampus, createCohortInApp, createConsortium, createResumeTemplate, createUniversity,
 } from '../../domain/onboarding.ts';
+import { buildRowByIdStatement } from '../../query/sql.ts';
+import { resourcesByName } from '../../resources/registry.ts';
+import { wholeRowSchema } from '../openapi/components.ts';
 import { cohortCreateBody } from '../write-schemas.ts';
 import { recordSchema } from './records.ts';
 import { nullable, uuid } from '../schemas.ts';
@@ -45,5 +48,16 @@ export const onboardingRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens:
     schema: { body: resumeTemplateBody, response: { 201: recordSchema('resume-templates') } },
   }, creates(createResumeTemplate));
   app.post('/accounts', { schema: { body: accountBody, response: { 201: recordSchema('accounts') } } }, creates(createAccount));
-  app.post('/cohorts', { schema: { body: cohortCreateBody() } }, creates(createCohortInApp));
+  // The cohort as a partner's read of it answers it (every column, campus_name and student_count
+  // included), not a list of the operator's own.
+  const cohorts = resourcesByName.get('cohorts')!;
+  const cohortRow = Type.Unsafe<Row>(wholeRowSchema(cohorts));
+  app.post('/cohorts', { schema: { body: cohortCreateBody(), response: { 201: cohortRow } } }, async (request, reply) => {
+    reply.code(201);
+    return db.asOperator(async (tx) => {
+      const { text, params } = buildRowByIdStatement(cohorts, request.body.university_id, await createCohortInApp(tx, request.body));
+      const [{ row }] = await tx.query<{ row: string }>(text, params);
+      return JSON.parse(row) as Row;
+    });
+  });
 };
