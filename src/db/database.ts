@@ -1,4 +1,5 @@
-import type { Queryable, ReaderBinding, Store, TransactionOptions } from './store.ts';
+import { LOST_RACE_SQLSTATES } from './savepoint.ts';
+import { type Queryable, type ReaderBinding, type Store, type TransactionOptions, isDatabaseError } from './store.ts';
 
 /** The universities a token may see: one, or the members of a consortium. */
 export interface Scope {
@@ -116,8 +117,21 @@ export class Database {
     return reader;
   }
 
-  asOperator<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return this.store.transaction(fn, { ...options, settings: OPERATOR_SETTINGS });
+  /**
+   * A transaction as the operator, run once more when it lost a race with another
+   * (LOST_RACE_SQLSTATES), as a batch decides its rows again: on Citus an operator's new member
+   * university and a token's last_used_at write (both on reference tables, which Citus locks
+   * together) deadlocked now and then, and the create was 503 CONCURRENT_WRITE (5 in 60 with
+   * other suites beside them).
+   */
+  async asOperator<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    const run = () => this.store.transaction(fn, { ...options, settings: OPERATOR_SETTINGS });
+    try {
+      return await run();
+    } catch (error) {
+      if (!isDatabaseError(error) || !LOST_RACE_SQLSTATES.has(error.code)) throw error;
+      return run();
+    }
   }
 
   /** The settings travel with the BEGIN of the transaction (TransactionOptions.settings). */
