@@ -179,6 +179,12 @@ for (const backend of storeBackends()) {
   });
 }
 
+/** A partner's batch of `resource` rows, sent with `token`. */
+const sendRows = (h: Harness, token: string, method: 'PUT' | 'PATCH', resource: 'cohorts' | 'students', rows: unknown[]) => h.request({
+  method, url: `/v1/${resource}`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+  payload: JSON.stringify({ [resource]: rows }),
+});
+
 /** The last migration before one university's transactions had a role of their own. */
 const BEFORE_TENANT_ROLE = '008_university_names.sql';
 
@@ -191,10 +197,7 @@ for (const backend of storeBackends()) {
     try {
       const university = (await h.admin('POST', '/universities', { name: 'Upgrade University' })).json.id as string;
       const write = (await h.admin('POST', '/tokens', { university_id: university, can_write: true })).json.token as string;
-      const send = (resource: 'cohorts' | 'students', rows: unknown[]) => h.request({
-        method: 'PUT', url: `/v1/${resource}`, headers: { authorization: `Bearer ${write}`, 'content-type': 'application/json' },
-        payload: JSON.stringify({ [resource]: rows }),
-      });
+      const send = (resource: 'cohorts' | 'students', rows: unknown[]) => sendRows(h, write, 'PUT', resource, rows);
       const cohorts = await send('cohorts', [{ name: 'up-2027', display_name: 'Up 2027', program: 'Physics', degree: 'BSc',
         start_date: '2024-09-01', end_date: '2027-06-30', intake_year: 2024, intake_term: 'Fall' }]);
       assert.equal(cohorts.status, 200, cohorts.body);
@@ -219,14 +222,10 @@ for (const backend of storeBackends()) {
     try {
       const universities = await Promise.all(['Sigma North', 'Sigma South'].map(async (name) => (await h.admin('POST', '/universities', { name })).json.id as string));
       const [north, south] = await Promise.all(universities.map(async (id) => (await h.admin('POST', '/tokens', { university_id: id, can_write: true })).json.token as string));
-      const send = (token: string, method: 'PUT' | 'PATCH', resource: 'cohorts' | 'students', rows: unknown[]) => h.request({
-        method, url: `/v1/${resource}`, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        payload: JSON.stringify({ [resource]: rows }),
-      });
       const cohort = { name: 'gr-2027', display_name: 'GR 2027', program: 'Classics', degree: 'BA', start_date: '2024-09-01', end_date: '2027-06-30', intake_year: 2024, intake_term: 'Fall' };
-      for (const token of [north, south]) assert.equal((await send(token, 'PUT', 'cohorts', [cohort])).status, 200);
+      for (const token of [north, south]) assert.equal((await sendRows(h, token, 'PUT', 'cohorts', [cohort])).status, 200);
       const student = { first_name: 'Νίκος', last_name: 'Παπάς', cohort_name: 'gr-2027', is_alumni: false };
-      const created = (await send(north, 'PUT', 'students', [{ ...student, email: 'ΝΙΚΟΣ@north.example.gr' }])).json.results[0];
+      const created = (await sendRows(h, north, 'PUT', 'students', [{ ...student, email: 'ΝΙΚΟΣ@north.example.gr' }])).json.results[0];
       assert.equal(created.status, 'created');
       // As the service stored it before: lower-cased, the final Σ as ς.
       const [folded, unfolded] = ['νικοσ@north.example.gr', 'νικος@north.example.gr'];
@@ -241,10 +240,10 @@ for (const backend of storeBackends()) {
       const registered = await h.store.query<{ email_hash: string }>('select email_hash from email_register where email_hash = any($1::text[])', [`{${sha256Hex(folded)},${sha256Hex(unfolded)}}`]);
       assert.deepEqual(registered.map((r) => r.email_hash), [sha256Hex(folded)]);
       for (const spelling of [unfolded, folded, 'ΝΙΚΟΣ@north.example.gr']) {
-        const [matched] = (await send(north, 'PATCH', 'students', [{ email: spelling, last_name: 'Παπαδόπουλος' }])).json.results;
+        const [matched] = (await sendRows(h, north, 'PATCH', 'students', [{ email: spelling, last_name: 'Παπαδόπουλος' }])).json.results;
         assert.deepEqual([matched.status === 'rejected' ? matched.code : 'matched', matched.id], ['matched', created.id], spelling);
       }
-      const [elsewhere] = (await send(south, 'PUT', 'students', [{ ...student, email: unfolded }])).json.results;
+      const [elsewhere] = (await sendRows(h, south, 'PUT', 'students', [{ ...student, email: unfolded }])).json.results;
       assert.equal(elsewhere.code, 'EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY');
     } finally {
       await h.close();

@@ -197,6 +197,8 @@ export class SessionPool {
 
   /** Admits, in the order they came, the waiting leases that now may take a session. */
   private admitWaiters(): void {
+    // Every lease that ends comes here, and the queue is all but always empty: no copy of it then.
+    if (this.scopeWaiters.length === 0) return;
     for (const waiter of [...this.scopeWaiters]) {
       if (!this.admissible(waiter.scope)) continue;
       this.hold(waiter.scope);

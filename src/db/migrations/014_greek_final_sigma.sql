@@ -8,6 +8,8 @@ DO $$
 DECLARE
   stored text;
   folded text;
+  stored_hash text;
+  folded_hash text;
 BEGIN
   FOR stored IN
     SELECT email FROM accounts WHERE strpos(email, 'ς') > 0
@@ -15,14 +17,15 @@ BEGIN
     SELECT email FROM secondary_emails WHERE strpos(email, 'ς') > 0
   LOOP
     folded := replace(stored, 'ς', 'σ');
-    CONTINUE WHEN EXISTS (SELECT 1 FROM email_register WHERE email_hash = encode(sha256(convert_to(folded, 'UTF8')), 'hex'));
+    stored_hash := encode(sha256(convert_to(stored, 'UTF8')), 'hex');
+    folded_hash := encode(sha256(convert_to(folded, 'UTF8')), 'hex');
+    CONTINUE WHEN EXISTS (SELECT 1 FROM email_register WHERE email_hash = folded_hash);
     UPDATE accounts SET email = folded WHERE email = stored;
     UPDATE students SET email = folded WHERE email = stored;
     UPDATE secondary_emails SET email = folded WHERE email = stored;
     INSERT INTO email_register (email_hash, kind, university_id, erased, created_at)
-    SELECT encode(sha256(convert_to(folded, 'UTF8')), 'hex'), kind, university_id, erased, created_at
-    FROM email_register WHERE email_hash = encode(sha256(convert_to(stored, 'UTF8')), 'hex');
-    DELETE FROM email_register WHERE email_hash = encode(sha256(convert_to(stored, 'UTF8')), 'hex');
+    SELECT folded_hash, kind, university_id, erased, created_at FROM email_register WHERE email_hash = stored_hash;
+    DELETE FROM email_register WHERE email_hash = stored_hash;
   END LOOP;
 END
 $$;
