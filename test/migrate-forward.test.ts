@@ -234,7 +234,7 @@ for (const backend of storeBackends()) {
       await h.store.query(`insert into email_register (email_hash, kind, university_id) select $2, kind, university_id from email_register where email_hash = $1`, [sha256Hex(folded), sha256Hex(unfolded)]);
       await h.store.query('delete from email_register where email_hash = $1', [sha256Hex(folded)]);
 
-      assert.deepEqual(await migrate(testStore.store), ['014_greek_final_sigma.sql']);
+      assert.equal((await migrate(testStore.store))[0], '014_greek_final_sigma.sql');
       const [stored] = await h.sql<{ email: string }>('select email from students where id = $1', [created.id]);
       assert.equal(stored.email, folded);
       const registered = await h.store.query<{ email_hash: string }>('select email_hash from email_register where email_hash = any($1::text[])', [`{${sha256Hex(folded)},${sha256Hex(unfolded)}}`]);
@@ -244,6 +244,45 @@ for (const backend of storeBackends()) {
         assert.deepEqual([matched.status === 'rejected' ? matched.code : 'matched', matched.id], ['matched', created.id], spelling);
       }
       const [elsewhere] = (await sendRows(h, south, 'PUT', 'students', [{ ...student, email: unfolded }])).json.results;
+      assert.equal(elsewhere.code, 'EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY');
+    } finally {
+      await h.close();
+    }
+  });
+}
+
+/** The last migration before addresses were stored with their accents composed (015). */
+const BEFORE_COMPOSED_ADDRESSES = '014_greek_final_sigma.sql';
+
+for (const backend of storeBackends()) {
+  test(`a ${backend} database at ${BEFORE_COMPOSED_ADDRESSES}: an address stored with a combining accent is found by either spelling after the next migration`, async () => {
+    const testStore = await openTestStore(backend, { migratedThrough: BEFORE_COMPOSED_ADDRESSES });
+    const h = await Harness.over(backend, testStore);
+    try {
+      const universities = await Promise.all(['Accent North', 'Accent South'].map(async (name) => (await h.admin('POST', '/universities', { name })).json.id as string));
+      const [north, south] = await Promise.all(universities.map(async (id) => (await h.admin('POST', '/tokens', { university_id: id, can_write: true })).json.token as string));
+      const cohort = { name: 'es-2027', display_name: 'ES 2027', program: 'Spanish', degree: 'BA', start_date: '2024-09-01', end_date: '2027-06-30', intake_year: 2024, intake_term: 'Fall' };
+      for (const token of [north, south]) assert.equal((await sendRows(h, token, 'PUT', 'cohorts', [cohort])).status, 200);
+      const student = { first_name: 'José', last_name: 'Núñez', cohort_name: 'es-2027', is_alumni: false };
+      const [composed, decomposed] = ['jos\u00e9@north.example.es', 'jose\u0301@north.example.es'];
+      const created = (await sendRows(h, north, 'PUT', 'students', [{ ...student, email: composed }])).json.results[0];
+      assert.equal(created.status, 'created');
+      // As the service stored it before: as sent, the accent a character of its own.
+      await h.store.query('update accounts set email = $2 where email = $1', [composed, decomposed]);
+      await h.store.query('update students set email = $2 where email = $1', [composed, decomposed]);
+      await h.store.query(`insert into email_register (email_hash, kind, university_id) select $2, kind, university_id from email_register where email_hash = $1`, [sha256Hex(composed), sha256Hex(decomposed)]);
+      await h.store.query('delete from email_register where email_hash = $1', [sha256Hex(composed)]);
+
+      assert.deepEqual(await migrate(testStore.store), ['015_composed_addresses.sql']);
+      const [stored] = await h.sql<{ email: string }>('select email from students where id = $1', [created.id]);
+      assert.equal(stored.email, composed);
+      const registered = await h.store.query<{ email_hash: string }>('select email_hash from email_register where email_hash = any($1::text[])', [`{${sha256Hex(composed)},${sha256Hex(decomposed)}}`]);
+      assert.deepEqual(registered.map((r) => r.email_hash), [sha256Hex(composed)]);
+      for (const [i, spelling] of [decomposed, composed].entries()) {
+        const [matched] = (await sendRows(h, north, 'PATCH', 'students', [{ email: spelling, last_name: `Núñez ${i}` }])).json.results;
+        assert.deepEqual([matched.status === 'rejected' ? matched.code : matched.status, matched.id], ['updated', created.id], spelling);
+      }
+      const [elsewhere] = (await sendRows(h, south, 'PUT', 'students', [{ ...student, email: decomposed }])).json.results;
       assert.equal(elsewhere.code, 'EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY');
     } finally {
       await h.close();

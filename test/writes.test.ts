@@ -212,6 +212,24 @@ for (const backend of storeBackends()) {
         assert.deepEqual(res.json.results.map((r: any) => r.code ?? r.status), ['created', 'DUPLICATE_IN_BATCH']);
       });
 
+      // Left undone in review: an accented letter sent composed (é, as most systems write it) and
+      // decomposed (e and a combining accent, as macOS's file names and some exports write it) is
+      // one address by Unicode's canonical equivalence, but was two accounts.
+      test('an address is one whether its accents are composed or decomposed: it is stored composed (NFC) and matched either way', async () => {
+        const [local, domain] = email('jose').split('@');
+        const composed = `${local}-Jos\u00e9@${domain}`;
+        const decomposed = `${local}-Jose\u0301@${domain}`;
+        const created = await one('PUT', student({ email: decomposed }));
+        assert.equal(created.status, 'created', JSON.stringify(created));
+        assert.equal((await stored(created.id)).email, composed.toLowerCase());
+        for (const [i, spelling] of [composed, decomposed.toUpperCase()].entries()) {
+          const matched = await one('PATCH', { email: spelling, last_name: `Núñez ${i}` });
+          assert.deepEqual([matched.status, matched.id], ['updated', created.id], spelling);
+        }
+        const res = await send('PUT', 'students', [student({ email: `${local}-Ana\u0308@${domain}` }), student({ email: `${local}-an\u00e4@${domain}` })]);
+        assert.deepEqual(res.json.results.map((r: any) => r.code ?? r.status), ['created', 'DUPLICATE_IN_BATCH']);
+      });
+
       test('a different cohort_name moves the student', async () => {
         const row = student();
         const { id } = await one('PUT', row);

@@ -11,11 +11,13 @@ import { valuesList } from '../db/values.ts';
 
 /**
  * An address as the service compares and stores it: trimmed and lower-cased (docs/decisions.md,
- * Student writes), Greek's final sigma as σ. Lower-casing writes Σ as ς at the end of a word and
- * σ elsewhere, so `ΝΙΚΟΣ@` and `νικοσ@`, one address compared case-insensitively, were two: two
- * accounts, a PATCH that found no student, another university's create that passed the register.
+ * Student writes), Greek's final sigma as σ, accents composed (Unicode NFC). Lower-casing writes Σ
+ * as ς at the end of a word and σ elsewhere, so `ΝΙΚΟΣ@` and `νικοσ@`, one address compared
+ * case-insensitively, were two: two accounts, a PATCH that found no student, another university's
+ * create that passed the register. So were `é` and `e` with a combining accent, one character by
+ * Unicode's canonical equivalence (migrations 014 and 015 re-key what was stored before).
  */
-export const emailKey = (email: string): string => email.trim().toLowerCase().replaceAll('ς', 'σ');
+export const emailKey = (email: string): string => email.trim().toLowerCase().replaceAll('ς', 'σ').normalize('NFC');
 
 /** Hex SHA-256 of the UTF-8 text: the register's key, and the erased tombstones' hashes. */
 export const sha256Hex = (value: string): string => createHash('sha256').update(value, 'utf8').digest('hex');
