@@ -57,7 +57,14 @@ describe('filters', () => {
     assert.deepEqual(parseFilter(field('id'), 'in.("")').operation, { kind: 'in', values: [] });
     assert.deepEqual(parseFilter(field('id'), 'in.( ,3)').operation, { kind: 'in', values: ['', '3'] });
     assertApiError(() => parseFilter(field('id'), 'in.(1,2'), 400, 'PGRST100');
-    assertApiError(() => parseFilter(field('id'), 'in.("a"b)'), 400, 'PGRST100');
+    assertApiError(() => parseFilter(field('id'), 'in.("a"'), 400, 'PGRST100');
+  });
+  // Reported in review: PostgREST reads a quoted element whose closing quote is not followed by
+  // `,` or `)` as unquoted text (pListElement); the service answered 400.
+  test('in-lists: a quoted element not ended by its closing quote is unquoted text, quotes included, as PostgREST reads it', () => {
+    assert.deepEqual(parseFilter(field('name'), 'in.("a"b,"c")').operation, { kind: 'in', values: ['"a"b', 'c'] });
+    assert.deepEqual(parseFilter(field('name'), 'in.("a,"b")').operation, { kind: 'in', values: ['"a', 'b'] });
+    assert.deepEqual(parseFilter(field('name'), 'in.("a" ,b)').operation, { kind: 'in', values: ['"a" ', 'b'] });
   });
   test('is takes null, not_null, true, false, unknown in any case', () => {
     assert.deepEqual(parseFilter(field('x'), 'is.NULL').operation, { kind: 'is', value: 'null' });
@@ -101,6 +108,18 @@ describe('logic trees', () => {
     assertApiError(() => parseLogicTree('or', false, '()'), 400, 'PGRST100');
     assertApiError(() => parseLogicTree('or', false, '(name.eq.Carol, Jr.,id.eq.1)'), 400, 'PGRST100');
     assertApiError(() => parseLogicTree('and', false, '(id.eq.1,id.neq.2))'), 400, 'PGRST100');
+  });
+  // Reported in review: PostgREST skips spaces and tabs around every parenthesis (its `lexeme`).
+  test('spaces and tabs after a tree\'s or an in-list\'s closing parenthesis are skipped', () => {
+    assert.deepEqual(parseLogicTree('or', false, '(id.eq.1,and(id.gt.0, id.lt.9) )\t '), parseLogicTree('or', false, '(id.eq.1,and(id.gt.0,id.lt.9))'));
+    assert.deepEqual(parseFilter(field('name'), 'in.(a,b) \t').operation, { kind: 'in', values: ['a', 'b'] });
+    assert.deepEqual(parseFilter(field('name'), 'in.( ) ').operation, { kind: 'in', values: [] });
+  });
+  test('a tree\'s value is unquoted text when its quote or brace does not close it, as PostgREST reads it', () => {
+    const values = (tree: string) => parseLogicTree('or', false, tree).children.map((c) => (c.kind === 'filter' && c.operation.kind === 'compare' ? c.operation.value : null));
+    assert.deepEqual(values('(name.eq."Ada"x,name.eq."Bob")'), ['"Ada"x', 'Bob']);
+    assert.deepEqual(values('(tags.cs.{a,tags.cs.{b})'), ['{a', '{b}']);
+    assert.deepEqual(values('(tags.cs.{a,b},name.eq.{c)'), ['{a,b}', '{c']);
   });
   test('text after an in-list\'s closing parenthesis is a parse error, as after a tree\'s', () => {
     assertApiError(() => parseFilter(field('name'), 'in.(Ravi)junk'), 400, 'PGRST100');

@@ -27,8 +27,9 @@ export class Cursor {
   expect(s: string): void {
     if (!this.take(s)) this.fail(`"${s}"`);
   }
+  /** PostgREST's `ws`: spaces and tabs. */
   skipSpaces(): void {
-    while (this.peek() === ' ') this.pos++;
+    while (this.peek() === ' ' || this.peek() === '\t') this.pos++;
   }
   rest(): string {
     const value = this.text.slice(this.pos);

@@ -58,46 +58,68 @@ function readOperation(c: Cursor, inTree: boolean): Operation {
   return c.fail('"not" or operator (eq, gt, ...)');
 }
 
-/** `in.(a,"b,c",d)`: whitespace right after `(` is skipped, everything else is data. */
+/** Raw text up to the next `,` or `)`: an element of an in-list or a tree's value, unquoted. */
+function readUnquoted(c: Cursor): string {
+  const start = c.pos;
+  while (!c.done && c.peek() !== ',' && c.peek() !== ')') c.pos++;
+  return c.text.slice(start, c.pos);
+}
+
+/**
+ * A quoted element or value, when its closing quote ends it (a `,` or `)` follows); otherwise
+ * null with the cursor left where it was: PostgREST then reads the element as unquoted text,
+ * quotes included (`pListElement`, `pLogicSingleVal`).
+ */
+function readQuotedElement(c: Cursor): string | null {
+  const start = c.pos;
+  const value = readQuoted(c);
+  if (c.done || c.peek() === ',' || c.peek() === ')') return value;
+  c.pos = start;
+  return null;
+}
+
+/**
+ * `in.(a,"b,c",d)`: spaces and tabs around the parentheses are skipped, everything else is data
+ * (PostgREST's `lexeme`).
+ */
 function readList(c: Cursor): string[] {
   c.expect('(');
   c.skipSpaces();
   const values: string[] = [];
-  if (c.take(')')) return values;
+  if (c.take(')')) {
+    c.skipSpaces();
+    return values;
+  }
   for (;;) {
-    if (c.peek() === '"') {
-      values.push(readQuoted(c));
-      if (c.peek() !== ',' && c.peek() !== ')') c.fail('"," or ")"');
-    } else {
-      const start = c.pos;
-      while (!c.done && c.peek() !== ',' && c.peek() !== ')') c.pos++;
-      values.push(c.text.slice(start, c.pos));
-    }
+    values.push((c.peek() === '"' ? readQuotedElement(c) : null) ?? readUnquoted(c));
     if (values.length > LIMITS.maxListValues) {
       throw apiError('QUERY_TOO_COMPLEX', `an in-list holds more than ${LIMITS.maxListValues} values`);
     }
     if (c.take(')')) break;
     c.expect(',');
   }
+  c.skipSpaces();
   // PostgREST reads `in.("")` as the empty list.
   return values.length === 1 && values[0] === '' ? [] : values;
 }
 
-/** A value inside `or=(…)`: quoted, a `{…}` literal kept whole, or up to the next `,` or `)`. */
+/** An array literal in a tree's value, `{…}` with no brace inside: kept whole, commas and all. */
+const ARRAY_LITERAL = /\{[^{}]*\}/y;
+
+/**
+ * A value inside `or=(…)`: quoted, a `{…}` literal kept whole, or up to the next `,` or `)`; a
+ * quote or brace that does not close reads as unquoted text, as in PostgREST.
+ */
 function readTreeValue(c: Cursor): string {
-  if (c.peek() === '"') {
-    const value = readQuoted(c);
-    if (c.peek() !== ',' && c.peek() !== ')') c.fail('"," or ")"');
-    return value;
+  const quoted = c.peek() === '"' ? readQuotedElement(c) : null;
+  if (quoted !== null) return quoted;
+  ARRAY_LITERAL.lastIndex = c.pos;
+  const literal = ARRAY_LITERAL.exec(c.text);
+  if (literal) {
+    c.pos += literal[0].length;
+    return literal[0];
   }
-  const start = c.pos;
-  if (c.peek() === '{') {
-    while (!c.done && c.peek() !== '}') c.pos++;
-    c.expect('}');
-    return c.text.slice(start, c.pos);
-  }
-  while (!c.done && c.peek() !== ',' && c.peek() !== ')') c.pos++;
-  return c.text.slice(start, c.pos);
+  return readUnquoted(c);
 }
 
 function readFilterOperation(c: Cursor, inTree: boolean): { negated: boolean; operation: Operation } {
@@ -116,7 +138,10 @@ function readTreeItems(c: Cursor, depth: number): Condition[] {
     c.skipSpaces();
     items.push(readTreeItem(c, depth));
     c.skipSpaces();
-    if (c.take(')')) return items;
+    if (c.take(')')) {
+      c.skipSpaces();
+      return items;
+    }
     c.expect(',');
   }
 }
