@@ -127,6 +127,15 @@ describe('Accept over HTTP', () => {
     }
   });
 
+  test('a bad range is 416 whatever the Accept, and a bad Accept 406 before a preference refused under handling=strict, as PostgREST orders them', async () => {
+    for (const [query, headers] of [['limit=-1', {}], ['', { range: '3-1' }]] as const) {
+      const response = await h.get(`/v1/students?select=id&${query}`, university.read_token, { accept: 'application/xml', prefer: 'handling=strict, foo=bar', ...headers });
+      assert.deepEqual([response.status, response.json.code], [416, 'PGRST103'], query);
+    }
+    const response = await h.get('/v1/students?select=nosuch', university.read_token, { accept: 'application/xml', prefer: 'handling=strict, foo=bar' });
+    assert.deepEqual([response.status, response.json.code], [406, 'PGRST107']);
+  });
+
   test('q-values pick the media type of the answer', async () => {
     const csv = await h.get('/v1/cohorts?select=name&limit=1', university.read_token, { accept: 'text/csv, application/json;q=0.5' });
     assert.equal(csv.headers['content-type'], 'text/csv; charset=utf-8');

@@ -50,8 +50,8 @@ for (const backend of storeBackends()) {
 
     /** The page statement's body for `query` in `mediaType`, run in the university's scope. */
     async function pageBody(resource: string, query: string, mediaType: ReadMediaType): Promise<string> {
-      const representation = { mediaType, nullsStripped: false, contentType: READ_MEDIA_TYPES[mediaType] };
-      const plan = planRead(resourcesByName.get(resource)!, { ...parseReadRequest({ queryString: query, method: 'GET' }), representation });
+      const plan = planRead(resourcesByName.get(resource)!, parseReadRequest({ queryString: query, method: 'GET', acceptHeader: READ_MEDIA_TYPES[mediaType] }));
+      assert.equal(plan.mediaType, mediaType);
       const statement = buildPageStatement(plan, scope.universityIds, { exactCount: false, body: true });
       const [row] = await h.db.asPartner(scope, (tx) => tx.query<{ body: string }>(statement.text, statement.params));
       return row.body;

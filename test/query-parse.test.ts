@@ -5,11 +5,15 @@ import { parseFilter, parseLogicTree } from '../src/query/filters.ts';
 import { parseOrder, parseSelect } from '../src/query/query-params.ts';
 import { canonicalQueryString, decodeQueryString } from '../src/query/query-string.ts';
 import { parseReadRequest } from '../src/query/read-request.ts';
-import { planPage } from '../src/query/plan.ts';
+import { planPage, planRead } from '../src/query/plan.ts';
+import { resourcesByName } from '../src/resources/registry.ts';
 
 const field = (name: string) => ({ name, jsonPath: [] });
-const parse = (queryString: string, headers: { range?: string; prefer?: string } = {}) =>
-  parseReadRequest({ queryString, rangeHeader: headers.range, preferHeader: headers.prefer, method: 'GET' });
+const parse = (queryString: string, headers: { range?: string; prefer?: string; accept?: string } = {}) =>
+  parseReadRequest({ queryString, rangeHeader: headers.range, preferHeader: headers.prefer, acceptHeader: headers.accept, method: 'GET' });
+/** The read planned against students: where the headers' refusals come, in PostgREST's order. */
+const plan = (queryString: string, headers: { range?: string; prefer?: string; accept?: string } = {}) =>
+  planRead(resourcesByName.get('students')!, parse(queryString, headers));
 
 function assertApiError(fn: () => unknown, status: number, code: string) {
   assert.throws(fn, (error: unknown) => error instanceof ApiError && error.status === status && error.code === code);
@@ -201,19 +205,19 @@ describe('request-level parameters', () => {
     assert.equal(parse('', { prefer: 'count=planned, count=exact' }).count, 'planned');
     assert.deepEqual(parse('', { prefer: 'handling=strict, count=exact' }).preferenceApplied, ['count=exact', 'handling=strict']);
     assert.equal(parse('', { prefer: 'count=none' }).count, null);
-    assertApiError(() => parse('', { prefer: 'handling=strict, count=none' }), 400, 'PGRST122');
+    assertApiError(() => plan('', { prefer: 'handling=strict, count=none' }), 400, 'PGRST122');
   });
   test('Prefer under handling=strict: PostgREST\'s preferences a read does not apply are refused, not taken silently', () => {
     for (const prefer of ['max-affected=1', 'return=representation', 'resolution=merge-duplicates', 'missing=default', 'tx=rollback']) {
       assert.deepEqual(parse('', { prefer }).preferenceApplied, [], prefer);
-      assertApiError(() => parse('', { prefer: `handling=strict, ${prefer}` }), 400, 'PGRST122');
+      assertApiError(() => plan('', { prefer: `handling=strict, ${prefer}` }), 400, 'PGRST122');
     }
   });
   test('Prefer: timezone=UTC, the zone answers are in, is honoured; another is not applied', () => {
     assert.deepEqual(parse('', { prefer: 'timezone=UTC, handling=strict, count=exact' }).preferenceApplied, ['count=exact', 'handling=strict', 'timezone=UTC']);
     assert.deepEqual(parse('', { prefer: 'timezone=Europe/Paris' }).preferenceApplied, []);
-    assertApiError(() => parse('', { prefer: 'handling=strict, timezone=Mars/Base' }), 400, 'PGRST122');
-    assertApiError(() => parse('', { prefer: 'handling=strict, timezone=Europe/Paris' }), 400, 'PGRST122');
+    assertApiError(() => plan('', { prefer: 'handling=strict, timezone=Mars/Base' }), 400, 'PGRST122');
+    assertApiError(() => plan('', { prefer: 'handling=strict, timezone=Europe/Paris' }), 400, 'PGRST122');
   });
   test('Prefer as RFC 7240 writes it: names in any case, spaces around =, quoted values, parameters dropped, commas inside quotes kept', () => {
     for (const prefer of ['COUNT=exact', 'count = exact', 'count="exact"', 'count=exact; x=1', 'count=EXACT']) {
@@ -222,8 +226,22 @@ describe('request-level parameters', () => {
     assert.deepEqual(parse('', { prefer: 'x="a,b", count=planned' }).preferenceApplied, ['count=planned']);
     // A quote left open does not swallow the rest of the header.
     assert.deepEqual(parse('', { prefer: 'return=minimal, foo="bar, count=exact' }).preferenceApplied, ['count=exact']);
-    assert.throws(() => parse('', { prefer: 'Handling = strict, Foo="a, b"' }),
+    assert.throws(() => plan('', { prefer: 'Handling = strict, Foo="a, b"' }),
       (error: unknown) => error instanceof ApiError && error.code === 'PGRST122' && error.details === 'Invalid preferences: Foo="a, b"');
+  });
+  // Reported in review: a bad range lost to a bad Accept (406), and a preference refused under
+  // handling=strict won over both; PostgREST checks the range with the request, then negotiates
+  // Accept in its plan, then refuses the preferences.
+  test('refusals come in PostgREST\'s order: syntax, range (416), embed (PGRST108), Accept (406), strict preferences (PGRST122), names (42703), offset past bigint (22003)', () => {
+    const bad = { accept: 'text/html', prefer: 'handling=strict, foo=bar' };
+    assertApiError(() => plan('limit=x&offset=-1', bad), 400, 'PGRST100');
+    assertApiError(() => plan('select=nosuch&limit=-1&cohorts.order=id', bad), 416, 'PGRST103');
+    assertApiError(() => plan('select=nosuch', { ...bad, range: '3-1' }), 416, 'PGRST103');
+    assertApiError(() => plan('select=nosuch&cohorts.order=id', bad), 400, 'PGRST108');
+    assertApiError(() => plan('select=nosuch', bad), 406, 'PGRST107');
+    assertApiError(() => plan('select=nosuch&offset=99999999999999999999', { prefer: bad.prefer }), 400, 'PGRST122');
+    assertApiError(() => plan('select=nosuch&offset=99999999999999999999'), 400, '42703');
+    assertApiError(() => plan('offset=99999999999999999999'), 400, '22003');
   });
   test('a query string over the cap is refused with 414', () => {
     assertApiError(() => parse(`id=in.(${'1,'.repeat(9000)}1)`), 414, 'URI_TOO_LONG');

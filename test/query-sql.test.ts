@@ -34,8 +34,8 @@ describe('statements reference exactly the parameters they send', () => {
   for (const query of QUERIES) {
     for (const mediaType of Object.keys(READ_MEDIA_TYPES) as ReadMediaType[]) {
       test(`${query || '(no parameters)'} as ${mediaType}`, () => {
-        const syntax = { ...parseReadRequest({ queryString: query, method: 'GET' }), mediaType };
-        const plan = planRead(resourcesByName.get('students')!, syntax);
+        const plan = planRead(resourcesByName.get('students')!, parseReadRequest({ queryString: query, method: 'GET', acceptHeader: READ_MEDIA_TYPES[mediaType] }));
+        assert.equal(plan.mediaType, mediaType);
         for (const tenants of SCOPES) {
           for (const options of [{ exactCount: true, body: true }, { exactCount: false, body: false }, { exactCount: true, body: false }]) {
             assertParametersMatch(buildPageStatement(plan, tenants, options));

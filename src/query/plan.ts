@@ -6,7 +6,7 @@
 import { ApiError, apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { Column, Resource } from '../resources/registry.ts';
-import type { ReadRepresentation } from './media-types.ts';
+import { type ReadRepresentation, negotiateRead } from './media-types.ts';
 import { checkFieldNesting, checkSearchTerms, checkValueNesting } from './nesting.ts';
 import { PATTERN_OPERATORS, checkPattern } from './patterns.ts';
 import type { Condition, CountPreference, FieldRef, JsonStep, Operation, ReadSyntax } from './syntax.ts';
@@ -141,8 +141,6 @@ export function planPage(syntax: Pick<ReadSyntax, 'limit' | 'offset' | 'rangeHea
   if (syntax.limit === 0n) return { offset: 0n, limit: 0 };
   const offset = syntax.offset !== null && syntax.offset > 0n ? syntax.offset : 0n;
   const lower = header !== null && header.first > offset ? header.first : offset;
-  // PostgreSQL's own refusal of such an OFFSET, whichever statement the page would run first.
-  if (lower > BIGINT_MAX) throw new ApiError(400, '22003', `value "${lower}" is out of range for type bigint`);
   // The last row asked for by the query string and by the header, where they bound it.
   const uppers = [syntax.limit === null ? null : offset + syntax.limit - 1n, header?.last ?? null].filter((u) => u !== null);
   const upper = uppers.length === 0 ? null : uppers.reduce((a, b) => (a < b ? a : b));
@@ -157,24 +155,35 @@ export function planPage(syntax: Pick<ReadSyntax, 'limit' | 'offset' | 'rangeHea
 const conditionColumns = (condition: PlannedCondition): Column[] =>
   (condition.kind === 'tree' ? condition.children.flatMap(conditionColumns) : [condition.field.column]);
 
+/**
+ * Refuses in PostgREST's order, which runs its request's checks, then its plan's, then the
+ * statement: the page (416), a parameter on an embed (PGRST108), the Accept header (406), a
+ * preference not applied under `handling=strict` (PGRST122), then what PostgreSQL refuses there:
+ * names and casts (42703, 42704), values, and an offset past bigint (22003).
+ */
 export function planRead(resource: Resource, syntax: ReadSyntax): ReadPlan {
+  const page = planPage(syntax);
   const firstEmbed = syntax.embedReferences[0];
   if (firstEmbed) throw apiError('PGRST108', firstEmbed.path[0], firstEmbed.parameter);
+  const representation = negotiateRead(syntax.acceptHeader);
+  if (syntax.refusedPreferences.length > 0) throw apiError('PGRST122', syntax.refusedPreferences);
   const output = planOutput(resource, syntax);
   const conditions = syntax.conditions.map((c) => planCondition(resource, c));
   checkSearchTerms(syntax.conditions);
   const order = syntax.order.map((term) => ({ ...term, field: resolveField(resource, term.field) }));
   const named = [...output.map((o) => o.field.column), ...conditions.flatMap(conditionColumns), ...order.map((o) => o.field.column)];
+  // PostgreSQL's own refusal of such an OFFSET, whichever statement the page would run first.
+  if (page.offset > BIGINT_MAX) throw new ApiError(400, '22003', `value "${page.offset}" is out of range for type bigint`);
   return {
     resource,
     relation: named.some((column) => column.derived) ? resource.relation : resource.table,
     output,
     conditions,
     order,
-    page: planPage(syntax),
+    page,
     count: syntax.count,
     preferenceApplied: syntax.preferenceApplied,
     canonicalQuery: syntax.canonicalQuery,
-    ...syntax.representation,
+    ...representation,
   };
 }

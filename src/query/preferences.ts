@@ -8,7 +8,7 @@
 import { apiError } from '../errors.ts';
 import type { CountPreference, ReadSyntax } from './syntax.ts';
 
-export type Preferences = Pick<ReadSyntax, 'count' | 'preferenceApplied'>;
+export type Preferences = Pick<ReadSyntax, 'count' | 'preferenceApplied' | 'refusedPreferences'>;
 
 /** `tx=rollback` makes a write a dry run; `tx=commit` is the default, honoured when asked for. */
 export type TransactionEnd = 'commit' | 'rollback';
@@ -89,10 +89,10 @@ function splitPreferences(headers: string | readonly string[] | undefined): Pref
 }
 
 /**
- * The first value of each preference name and the `handling` echo, or PGRST122 under strict
- * handling when a preference is not one the request `applies`.
+ * The first value of each preference name, the `handling` echo, and under strict handling the
+ * preferences sent that the request does not apply (`applies`), which it refuses (PGRST122).
  */
-function readPreferences(headers: string | readonly string[] | undefined, applies: RegExp): { first: Map<string, string>; handlingApplied: string | null; timezoneApplied: string | null } {
+function readPreferences(headers: string | readonly string[] | undefined, applies: RegExp): { first: Map<string, string>; handlingApplied: string | null; timezoneApplied: string | null; refused: string[] } {
   const first = new Map<string, string>();
   const invalid: string[] = [];
   for (const { name, value, canonical, sent } of splitPreferences(headers)) {
@@ -100,28 +100,30 @@ function readPreferences(headers: string | readonly string[] | undefined, applie
     if (!first.has(name)) first.set(name, value);
   }
   const handling = first.get('handling');
-  if (handling === 'strict' && invalid.length > 0) {
-    throw apiError('PGRST122', invalid);
-  }
   return {
     first,
     handlingApplied: handling === 'strict' || handling === 'lenient' ? `handling=${handling}` : null,
     timezoneApplied: first.get('timezone') === UTC ? `timezone=${UTC}` : null,
+    refused: handling === 'strict' ? invalid : [],
   };
 }
 
-/** A read's preferences; Preference-Applied lists them in PostgREST's order: count, handling, timezone. */
+/**
+ * A read's preferences; Preference-Applied lists them in PostgREST's order: count, handling,
+ * timezone. The planner refuses the unapplied ones, after the Accept header as PostgREST does.
+ */
 export function parsePreferences(headers: string | readonly string[] | undefined): Preferences {
-  const { first, handlingApplied, timezoneApplied } = readPreferences(headers, READ_APPLIES);
+  const { first, handlingApplied, timezoneApplied, refused } = readPreferences(headers, READ_APPLIES);
   const countValue = first.get('count');
   const count = isCountPreference(countValue) ? countValue : null;
   const preferenceApplied = [count ? `count=${count}` : null, handlingApplied, timezoneApplied].filter((p): p is string => p !== null);
-  return { count, preferenceApplied };
+  return { count, preferenceApplied, refusedPreferences: refused };
 }
 
 /** A batch write's preferences; Preference-Applied lists them in PostgREST's order: tx, handling, timezone. */
 export function parseWritePreferences(headers: string | readonly string[] | undefined): WritePreferences {
-  const { first, handlingApplied, timezoneApplied } = readPreferences(headers, WRITE_APPLIES);
+  const { first, handlingApplied, timezoneApplied, refused } = readPreferences(headers, WRITE_APPLIES);
+  if (refused.length > 0) throw apiError('PGRST122', refused);
   const txValue = first.get('tx');
   const tx = isTransactionEnd(txValue) ? txValue : null;
   const preferenceApplied = [tx ? `tx=${tx}` : null, handlingApplied, timezoneApplied].filter((p): p is string => p !== null);

@@ -1,9 +1,9 @@
 /**
- * A read request's inputs → its syntax tree: the query string, then the Range, Prefer and Accept
- * headers, each read by its own module. Errors come in that order (414, then the query string's,
- * then Prefer's, then 406 for an Accept no read can answer).
+ * A read request's inputs → its syntax tree: the query string, then the Range and Prefer
+ * headers, each read by its own module, and the Accept header as sent. Only the query string
+ * is refused here (414, then its syntax); the planner refuses the rest in PostgREST's order
+ * (src/query/plan.ts, planRead).
  */
-import { negotiateRead } from './media-types.ts';
 import { parsePreferences } from './preferences.ts';
 import { parseQueryParams } from './query-params.ts';
 import { canonicalQueryString, decodeQueryString } from './query-string.ts';
@@ -26,6 +26,6 @@ export function parseReadRequest(input: ReadRequestInput): ReadSyntax {
     canonicalQuery: canonicalQueryString(input.queryString),
     rangeHeader: input.method === 'GET' ? parseRangeHeader(input.rangeHeader) : null,
     ...parsePreferences(input.preferHeader),
-    representation: negotiateRead(input.acceptHeader),
+    acceptHeader: input.acceptHeader,
   };
 }

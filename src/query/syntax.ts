@@ -1,8 +1,7 @@
 /**
  * The syntax tree of a read request, as parsed from the query string (src/query/query-params.ts)
- * and the Range, Prefer and Accept headers (range.ts, preferences.ts, media-types.ts).
+ * and the Range and Prefer headers (range.ts, preferences.ts), with the Accept header as sent.
  */
-import type { ReadRepresentation } from './media-types.ts';
 
 export interface JsonStep {
   readonly arrow: '->' | '->>';
@@ -80,9 +79,8 @@ export interface ReadSyntax {
   readonly preferenceApplied: readonly string[];
   /** The query string in key order (src/query/query-string.ts, canonicalQueryString). */
   readonly canonicalQuery: string;
-  /**
-   * What the Accept header chose: a JSON array, one object (`application/vnd.pgrst.object+json`)
-   * or CSV, the JSON forms with or without their objects' null members.
-   */
-  readonly representation: ReadRepresentation;
+  /** Preferences sent under `handling=strict` that a read does not apply (PGRST122, refused by the planner). */
+  readonly refusedPreferences: readonly string[];
+  /** The Accept header as sent: negotiated by the planner, in PostgREST's order of refusals. */
+  readonly acceptHeader: string | undefined;
 }
