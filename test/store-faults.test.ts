@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
@@ -25,6 +26,9 @@ import { databaseErrorToApiError } from '../src/http/sqlstates.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../tools/scratch-database.ts';
 import { eventually } from './support/eventually.ts';
 import { ADMIN_KEY, backends, Harness, openTestStore } from './support/harness.ts';
+
+/** node:fs/promises as CommonJS sees it: replacing a function there reaches ES imports once synced. */
+const require = createRequire(import.meta.url);
 
 function sqlError(code: string): DatabaseError {
   return Object.assign(new Error(`error ${code}`), { code });
@@ -93,6 +97,24 @@ for (const backend of backends()) {
       const ready = await h.get('/readyz', null);
       assert.equal(ready.status, 200);
       assert.deepEqual(ready.json, { status: 'ready' });
+    });
+
+    // Reported in review: /readyz read the migrations folder at every probe, so a newer
+    // release's file copied over a running install made the instance, still running the old
+    // code, report 503 NOT_READY until it was restarted.
+    test('/readyz compares the store with the migrations the process started with, not with files added since', async () => {
+      assert.equal((await h.get('/readyz', null)).status, 200);
+      const fsPromises = require('node:fs/promises') as { readdir: (...args: unknown[]) => Promise<string[]> };
+      const { readdir } = fsPromises;
+      fsPromises.readdir = async (...args) => [...await readdir(...args), '999_from_a_newer_release.sql'];
+      syncBuiltinESMExports();
+      try {
+        const ready = await h.get('/readyz', null);
+        assert.deepEqual([ready.status, ready.json], [200, { status: 'ready' }]);
+      } finally {
+        fsPromises.readdir = readdir;
+        syncBuiltinESMExports();
+      }
     });
   });
 }

@@ -13,8 +13,17 @@ const migrationsDir = fileURLToPath(new URL('./migrations/', import.meta.url));
 const MIGRATION_LOCK_KEY = '7263519041';
 
 /** The migration files in the order they apply: by name. */
-async function migrationFiles(): Promise<string[]> {
-  return (await readdir(migrationsDir)).filter((f) => f.endsWith('.sql')).sort();
+let shippedFiles: Promise<string[]> | undefined;
+
+/**
+ * The migration files of the release this process runs, read once: its code and its schema go
+ * together. Read again at every readiness probe, a newer release's files copied over a running
+ * install made every instance still running the old code report a pending migration it would
+ * never apply (503 NOT_READY), and leave its load balancer before it was restarted.
+ */
+function migrationFiles(): Promise<string[]> {
+  shippedFiles ??= readdir(migrationsDir).then((files) => files.filter((f) => f.endsWith('.sql')).sort());
+  return shippedFiles;
 }
 
 /** The migration files not applied to the store yet; all of them on a store never migrated. */
