@@ -7,6 +7,7 @@
  * so does one that cannot read a setting, or whose PostgreSQL server cannot be reached or refuses it.
  */
 import { createServer } from 'node:net';
+import { constants } from 'node:os';
 import { type Config, readConfig } from './config.ts';
 import { DataDirInUseError, lockDataDir } from './db/data-dir-lock.ts';
 import { Database } from './db/database.ts';
@@ -144,8 +145,14 @@ process.stderr.write(`${banner.join('\n')}\n\n`);
 
 let closing = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, async () => {
-    if (closing) return;
+  process.on(signal, async () => {
+    // A second signal, of either kind, is an operator's "now", as a second Ctrl-C is: a SIGINT
+    // after a SIGTERM was ignored for the whole shutdown wait, a second SIGTERM ended the process
+    // without a word. A write cut here rolls back whole.
+    if (closing) {
+      app.log.warn({ signal }, 'a second signal during the shutdown: exiting now; requests in progress are cut');
+      process.exit(128 + constants.signals[signal]);
+    }
     closing = true;
     app.log.info({ signal }, 'shutting down');
     // A page streamed to a slow client held the shutdown for minutes (a 12 MB page at 80 KB/s:

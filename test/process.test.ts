@@ -220,6 +220,29 @@ describe('npm start and its data folder and port', () => {
     socket.destroy();
   });
 
+  // Reported in review: a SIGINT after a SIGTERM was ignored for the whole shutdown wait (20 s),
+  // and a second SIGTERM ended the process with nothing in the log.
+  test('a second signal during the shutdown, of either kind, ends the process at once and says so', async () => {
+    const otherPort = await freePort();
+    const started = start(await folder(), otherPort);
+    await serving(started);
+    const writeToken = /write token:\s+(\S+)/.exec(started.stderr())![1];
+    const socket = connect(otherPort, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.on('error', () => {});
+    socket.write(`PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${writeToken}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`);
+    await new Promise((r) => setTimeout(r, 200));
+    started.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    const signalled = Date.now();
+    started.child.kill('SIGINT');
+    assert.deepEqual(await once(started.child, 'exit'), [130, null]);
+    const tookMs = Date.now() - signalled;
+    assert.ok(tookMs < 5_000, `exited after ${tookMs} ms`);
+    assert.match(started.stdout(), /a second signal during the shutdown: exiting now/);
+    socket.destroy();
+  });
+
   test('a lock left by a process that is gone is taken over', async () => {
     const dir = await folder();
     const gone = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
