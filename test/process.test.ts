@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -241,6 +242,18 @@ describe('npm start and its data folder and port', () => {
     assert.ok(tookMs < 5_000, `exited after ${tookMs} ms`);
     assert.match(started.stdout(), /a second signal during the shutdown: exiting now/);
     socket.destroy();
+  });
+
+  // Reported in review: the operator API shares the partners' port, and a key such as
+  // `adminkey` was taken without a word.
+  test('an operator key shorter than 32 characters is taken, and the banner asks for a longer one', async () => {
+    for (const [key, warned] of [['adminkey', true], [randomBytes(32).toString('base64'), false]] as const) {
+      const started = start(await folder(), await freePort(), { PDS_DEMO: '0', PDS_ADMIN_KEY: key });
+      await serving(started, 'OpenAPI');
+      assert.equal(started.stderr().includes(`PDS_ADMIN_KEY is ${key.length} characters: anyone reaching the port may try keys`), warned, started.stderr());
+      started.child.kill('SIGTERM');
+      assert.deepEqual(await once(started.child, 'exit'), [0, null]);
+    }
   });
 
   test('a lock left by a process that is gone is taken over', async () => {
