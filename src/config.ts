@@ -84,6 +84,13 @@ const origins = (env: string, meaning: string): Setting<string[] | undefined> =>
 /** pino's levels, and `silent`. */
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+/**
+ * The operator key's length asked for (a shorter one is taken, and the start banner says so):
+ * the operator API shares the partners' port, guarded by the key and the failed-authentication
+ * limit alone. `openssl rand -base64 32` gives 44 characters.
+ */
+export const STRONG_KEY_CHARS = 32;
+
 /** One of `values`; a misspelt level crashed the start with a stack trace, after the store was migrated. */
 const oneOf = (env: string, fallback: string, values: readonly string[], meaning: string): Setting<string> => ({
   env, meaning, shown: `\`${fallback}\``,
@@ -136,7 +143,7 @@ export const SETTINGS = {
   databaseUrl: serverUrl('DATABASE_URL', 'PostgreSQL 15+ server; unset means the embedded PGlite', 'PostgreSQL', ['postgres:', 'postgresql:'],
     'postgres://user:password@host:5432/database'),
   dataDir: text('PDS_DATA_DIR', './.pds-data', 'PGlite\'s data folder, locked by one process at a time (`pds.lock`)'),
-  adminKey: optional('PDS_ADMIN_KEY', 'enables the operator API `/admin/v1` with this bearer key'),
+  adminKey: optional('PDS_ADMIN_KEY', `enables the operator API \`/admin/v1\` with this bearer key: ${STRONG_KEY_CHARS} or more random characters`),
   metricsKey: optional('PDS_METRICS_KEY', 'when set, `GET /metrics` needs `Authorization: Bearer` this key; unset, it is open'),
   // As ioredis reads them; another was taken, and the limits failed open for good.
   redisUrl: serverUrl('REDIS_URL', 'share rate-limit counts between instances through Redis', 'Redis', ['redis:', 'rediss:'], 'redis://host:6379'),

@@ -8,7 +8,7 @@
  */
 import { createServer } from 'node:net';
 import { constants } from 'node:os';
-import { type Config, readConfig } from './config.ts';
+import { type Config, STRONG_KEY_CHARS, readConfig } from './config.ts';
 import { DataDirInUseError, lockDataDir } from './db/data-dir-lock.ts';
 import { Database } from './db/database.ts';
 import { demoExists, loadDemoData } from './db/demo-data.ts';
@@ -121,8 +121,6 @@ const baseUrl = `http://${config.host}:${config.port}`;
 
 /** After the shutdown limit, how long the store's close may take before the process exits 1. */
 const SHUTDOWN_CLOSE_MS = 5_000;
-/** The operator key's length the banner asks for: 32 random characters, as `openssl rand -base64 32` gives 44. */
-const STRONG_KEY_CHARS = 32;
 
 const banner = [
   '',
@@ -143,7 +141,6 @@ if (demo) {
     + `POST ${OPERATOR_PREFIX}/universities and ${OPERATOR_PREFIX}/tokens, or POST ${OPERATOR_PREFIX}/demo for the demo set.`);
 }
 if (!config.adminKey) banner.push(`The operator API (${OPERATOR_PREFIX}) is off; set PDS_ADMIN_KEY to enable it.`);
-// The operator API is served on the partners' port, guarded by this key and the failed-authentication limit alone.
 else if (config.adminKey.length < STRONG_KEY_CHARS) {
   banner.push(`PDS_ADMIN_KEY is ${config.adminKey.length} characters: anyone reaching the port may try keys at the failed-authentication rate; `
     + `use ${STRONG_KEY_CHARS} or more random characters (openssl rand -base64 32).`);
