@@ -88,7 +88,7 @@ export const ERRORS = {
     text: () => ({ message: 'Use of aggregate functions is not allowed' }),
   }),
   PGRST125: define({
-    status: 404, when: 'A path below a resource\'s (`/v1/students/1`, `/v1/students/`): a resource has no sub-paths.',
+    status: 404, when: 'A path two or more segments below `/v1` (`/v1/students/1`, `/v1/students/`, `/v1/me/x`): a resource has no sub-paths.',
     text: () => ({ message: 'Invalid path specified in request URL' }),
   }),
   PGRST200: define({

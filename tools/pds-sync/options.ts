@@ -159,7 +159,7 @@ export function declareOptions(program: Command): Command {
     .option('--timeout-ms <ms>', `how long one request may take before it is retried (default: ${DEFAULTS.timeoutMs})`, integerIn(BOUNDS.timeoutMs.minimum, BOUNDS.timeoutMs.maximum))
     .option('--empty-as-null', 'send an empty cell of a field that takes null as null (clearing it); otherwise empty cells are left out')
     .option('--reject-report <file>', `CSV of the rejected rows, written on every run (default: ${DEFAULTS.rejectReport})`)
-    .option('--run-id <id>', 'continue a stopped run under the same Idempotency-Keys (its id is printed when it stops); default: a new id', parseRunId);
+    .option('--run-id <id>', 'continue a stopped run under the same Idempotency-Keys (its id is printed as it starts, and again if it stops); default: a new id', parseRunId);
 }
 
 async function readConfig(path: string): Promise<ConfigFile> {
