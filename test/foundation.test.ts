@@ -95,6 +95,16 @@ for (const backend of backends()) {
         tx.query(`insert into jobs (university_id, title, description) values ($1, 'x', 'y')`, [north.id])), { code: '42501' });
     });
 
+    // Reported in review: the partner role read every entry of the address register, the hash
+    // of each address in the service with its kind and university, for a compiler bug to expose.
+    test('the partner role sees nothing of the address register; a university\'s writes still claim in it', async () => {
+      await assert.rejects(h.db.asPartner({ universityIds: [north.id] }, (tx) => tx.query('select count(*) from email_register')), { code: '42501' });
+      await assert.rejects(h.db.asPartner({ universityIds: [north.id] }, (tx) =>
+        tx.query(`insert into email_register (email_hash, kind, university_id) values ('x', 'student', $1)`, [north.id])), { code: '42501' });
+      const [{ entries }] = await h.db.asUniversity(north.id, (tx) => tx.query<{ entries: number }>('select count(*)::int as entries from email_register'));
+      assert.ok(entries > 0);
+    });
+
     test('the partner role cannot write to read-only tables nor into another university', async () => {
       await assert.rejects(h.db.asPartner({ universityIds: [north.id] }, (tx) =>
         tx.query(`insert into jobs (university_id, title, description) values ($1, 'x', 'y')`, [north.id])), { code: '42501' });

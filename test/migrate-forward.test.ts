@@ -273,7 +273,7 @@ for (const backend of storeBackends()) {
       await h.store.query(`insert into email_register (email_hash, kind, university_id) select $2, kind, university_id from email_register where email_hash = $1`, [sha256Hex(composed), sha256Hex(decomposed)]);
       await h.store.query('delete from email_register where email_hash = $1', [sha256Hex(composed)]);
 
-      assert.deepEqual(await migrate(testStore.store), ['015_composed_addresses.sql']);
+      assert.equal((await migrate(testStore.store))[0], '015_composed_addresses.sql');
       const [stored] = await h.sql<{ email: string }>('select email from students where id = $1', [created.id]);
       assert.equal(stored.email, composed);
       const registered = await h.store.query<{ email_hash: string }>('select email_hash from email_register where email_hash = any($1::text[])', [`{${sha256Hex(composed)},${sha256Hex(decomposed)}}`]);
