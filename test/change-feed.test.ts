@@ -149,6 +149,13 @@ for (const backend of storeBackends()) {
       const events = await follow(northReader, idle.next_cursor);
       assert.deepEqual(events.entries.map((e) => [e.id, e.change, e.row?.account_status, e.row?.graduation_date]),
         [[benId, 'updated', 'claimed', '2020-06-30']]);
+      // Reported in review: an event that changed nothing (a second sign-in, the date already
+      // stored) was an `updated` entry, and moved updated_at, as a replayed batch is not.
+      const [{ updated_at: before }] = await h.sql<{ updated_at: string }>('select updated_at::text from students where id = $1', [benId]);
+      assert.equal((await h.admin('POST', `/students/${benId}/sign-in`)).status, 200);
+      assert.equal((await h.admin('POST', `/students/${benId}/graduation-date`, { graduation_date: '2020-06-30' })).status, 200);
+      assert.deepEqual((await page(northReader, '/v1/changes', { since: events.cursor! })).changes, []);
+      assert.deepEqual(await h.sql('select updated_at::text from students where id = $1', [benId]), [{ updated_at: before }]);
     });
 
     test('replaying the feed from the start in small pages gives exactly what a full read shows', async () => {

@@ -42,6 +42,7 @@ interface StudentFlagState {
   university_id: string;
   cohort_id: string | null;
   is_alumni: boolean;
+  account_status: 'invited' | 'claimed';
   graduation_date: string | null;
   cohort_end_date: string | null;
 }
@@ -59,7 +60,7 @@ async function lockedStudent(tx: Queryable, studentId: string): Promise<LockedSt
   if (!owner) throw studentNotFound();
   const changeSeq = await lockUniversity(tx, owner.university_id);
   const [state] = await tx.query<StudentFlagState>(
-    `select s.id, s.university_id, s.cohort_id, s.is_alumni, s.graduation_date::text, c.end_date::text as cohort_end_date
+    `select s.id, s.university_id, s.cohort_id, s.is_alumni, s.account_status, s.graduation_date::text, c.end_date::text as cohort_end_date
      from students s left join cohorts c on c.university_id = s.university_id and c.id = s.cohort_id where s.id = $1 and s.university_id = $2`,
     [studentId, owner.university_id],
   );
@@ -67,8 +68,13 @@ async function lockedStudent(tx: Queryable, studentId: string): Promise<LockedSt
   return { ...state, changeSeq };
 }
 
-/** `extraSet` numbers its parameters from $5. */
-async function applyFlag(tx: Queryable, state: LockedStudent, change: AlumniChange, extraSet = '', extraParams: (string | null)[] = []) {
+/**
+ * Writes an event's flag and the fields it sets (`extraSet`, numbering its parameters from $5),
+ * unless neither changes (`fieldsChange` false): an event that changed nothing, a second sign-in
+ * or the date already stored, moved `updated_at` and was an `updated` entry of the change feed.
+ */
+async function applyFlag(tx: Queryable, state: LockedStudent, change: AlumniChange, fieldsChange: boolean, extraSet = '', extraParams: (string | null)[] = []) {
+  if (!fieldsChange && change.isAlumni === state.is_alumni) return;
   const changes = alumniChanges(state.is_alumni, [change]);
   await tx.query(
     `update students set is_alumni = $3, updated_at = now(), change_seq = $4::bigint${extraSet} where id = $1 and university_id = $2`,
@@ -83,7 +89,7 @@ export function signIn(db: Database, studentId: string): Promise<void> {
     const state = await lockedStudent(tx, studentId);
     const implied = impliedAlumni(state.graduation_date, state.cohort_end_date, todayUtc());
     await applyFlag(tx, state, { isAlumni: alumniAfterSignIn(state.is_alumni, implied), reason: 'sign_in' },
-      `, account_status = 'claimed'`);
+      state.account_status !== 'claimed', `, account_status = 'claimed'`);
   });
 }
 
@@ -92,7 +98,8 @@ export function setGraduationDateInApp(db: Database, studentId: string, graduati
   return db.asOperator(async (tx) => {
     const state = await lockedStudent(tx, studentId);
     const implied = impliedAlumni(graduationDate, state.cohort_end_date, todayUtc());
-    await applyFlag(tx, state, { isAlumni: implied, reason: 'graduation_date_set' }, ', graduation_date = $5::date', [graduationDate]);
+    await applyFlag(tx, state, { isAlumni: implied, reason: 'graduation_date_set' }, graduationDate !== state.graduation_date,
+      ', graduation_date = $5::date', [graduationDate]);
   });
 }
 
