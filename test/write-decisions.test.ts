@@ -275,7 +275,7 @@ describe('student decisions: the is_alumni table', () => {
     assert.ok(d.kind === 'update');
     assert.equal(d.values.isAlumni, false);
     assert.deepEqual(historyOf(d), ['cohort_move:true', 'partner_api_push:false']);
-    assert.match(d.notes[0], /applied as sent \(false\).*cohort end_date 2022-06-30 implies true; a later cohort or graduation-date change, or the student's next sign-in, will re-derive/);
+    assert.match(d.notes[0], /applied as sent \(false\).*cohort end_date 2022-06-30 implies true; a later move to another cohort or a graduation date set in the app, or the student's next sign-in, will re-derive/);
   });
   test('a move can clear a wrong true; a future graduation date outranks an ended cohort', () => {
     assert.equal(flagAfter(decide(patchRow({ email: 'carol@u.edu', cohort_name: 'ended', graduation_date: '2999-01-01' }), 'patch')), false);

@@ -383,7 +383,7 @@ for (const backend of storeBackends()) {
         assert.deepEqual((await history(result.id)).at(-1), { is_alumni: true, reason: 'partner_api_push' });
         assert.equal(result.notes.length, 1);
         // A sign-in never clears a true flag, so the note names only what will.
-        assert.match(result.notes[0], /applied as sent \(true\).*2999-01-01 implies false; a later cohort or graduation-date change will re-derive/);
+        assert.match(result.notes[0], /applied as sent \(true\).*2999-01-01 implies false; a later move to another cohort or a graduation date set in the app will re-derive/);
       });
 
       test('agreeing values carry no note', async () => {

@@ -110,8 +110,10 @@ function alumniNote(isAlumni: boolean, graduationDate: string | null, cohortEndD
   const basis = graduationDate !== null
     ? `the graduation_date ${graduationDate} implies ${implied}`
     : cohortEndDate !== null ? `with no graduation_date, the cohort end_date ${cohortEndDate} implies ${implied}` : `the dates imply ${implied}`;
-  // A sign-in sets a false flag the dates say is true, and never clears a true one.
-  const overwrittenBy = implied ? 'a later cohort or graduation-date change, or the student\'s next sign-in,' : 'a later cohort or graduation-date change';
+  // A sign-in sets a false flag the dates say is true, and never clears a true one. A partner's
+  // graduation_date is no derivation moment: said "a graduation-date change", the note read as
+  // if sending one would correct the flag.
+  const overwrittenBy = `a later move to another cohort or a graduation date set in the app${implied ? ', or the student\'s next sign-in,' : ''}`;
   return `is_alumni was applied as sent (${isAlumni}), but ${basis}; ${overwrittenBy} will re-derive the flag and overwrite it.`;
 }
 
