@@ -212,6 +212,32 @@ for (const backend of storeBackends()) {
   });
 }
 
+/** Two universities, a write token of each (returned), and a cohort named `cohort` at both. */
+async function twoUniversitiesWithCohort(h: Harness, names: readonly [string, string], cohort: string): Promise<string[]> {
+  const universities = await Promise.all(names.map(async (name) => (await h.admin('POST', '/universities', { name })).json.id as string));
+  const tokens = await Promise.all(universities.map(async (id) => (await h.admin('POST', '/tokens', { university_id: id, can_write: true })).json.token as string));
+  const row = { name: cohort, display_name: cohort, program: 'Languages', degree: 'BA', start_date: '2024-09-01', end_date: '2027-06-30', intake_year: 2024, intake_term: 'Fall' };
+  for (const token of tokens) assert.equal((await sendRows(h, token, 'PUT', 'cohorts', [row])).status, 200);
+  return tokens;
+}
+
+/** The register keys `address` alone, not its older spelling `before`. */
+async function assertRegisteredAs(h: Harness, address: string, before: string): Promise<void> {
+  const registered = await h.store.query<{ email_hash: string }>('select email_hash from email_register where email_hash = any($1::text[])', [`{${sha256Hex(address)},${sha256Hex(before)}}`]);
+  assert.deepEqual(registered.map((r) => r.email_hash), [sha256Hex(address)]);
+}
+
+/**
+ * Stores a student's `address` as an older release stored it, spelled `before`: in its account
+ * and student rows, and as its register entry's key.
+ */
+async function storeAsBefore(h: Harness, address: string, before: string): Promise<void> {
+  await h.store.query('update accounts set email = $2 where email = $1', [address, before]);
+  await h.store.query('update students set email = $2 where email = $1', [address, before]);
+  await h.store.query(`insert into email_register (email_hash, kind, university_id) select $2, kind, university_id from email_register where email_hash = $1`, [sha256Hex(address), sha256Hex(before)]);
+  await h.store.query('delete from email_register where email_hash = $1', [sha256Hex(address)]);
+}
+
 /** The last migration before addresses were stored with Greek's final sigma as σ (014). */
 const BEFORE_FINAL_SIGMA = '013_redundant_tenant_indexes.sql';
 
@@ -220,25 +246,18 @@ for (const backend of storeBackends()) {
     const testStore = await openTestStore(backend, { migratedThrough: BEFORE_FINAL_SIGMA });
     const h = await Harness.over(backend, testStore);
     try {
-      const universities = await Promise.all(['Sigma North', 'Sigma South'].map(async (name) => (await h.admin('POST', '/universities', { name })).json.id as string));
-      const [north, south] = await Promise.all(universities.map(async (id) => (await h.admin('POST', '/tokens', { university_id: id, can_write: true })).json.token as string));
-      const cohort = { name: 'gr-2027', display_name: 'GR 2027', program: 'Classics', degree: 'BA', start_date: '2024-09-01', end_date: '2027-06-30', intake_year: 2024, intake_term: 'Fall' };
-      for (const token of [north, south]) assert.equal((await sendRows(h, token, 'PUT', 'cohorts', [cohort])).status, 200);
+      const [north, south] = await twoUniversitiesWithCohort(h, ['Sigma North', 'Sigma South'], 'gr-2027');
       const student = { first_name: 'Νίκος', last_name: 'Παπάς', cohort_name: 'gr-2027', is_alumni: false };
       const created = (await sendRows(h, north, 'PUT', 'students', [{ ...student, email: 'ΝΙΚΟΣ@north.example.gr' }])).json.results[0];
       assert.equal(created.status, 'created');
       // As the service stored it before: lower-cased, the final Σ as ς.
       const [folded, unfolded] = ['νικοσ@north.example.gr', 'νικος@north.example.gr'];
-      await h.store.query('update accounts set email = $2 where email = $1', [folded, unfolded]);
-      await h.store.query('update students set email = $2 where email = $1', [folded, unfolded]);
-      await h.store.query(`insert into email_register (email_hash, kind, university_id) select $2, kind, university_id from email_register where email_hash = $1`, [sha256Hex(folded), sha256Hex(unfolded)]);
-      await h.store.query('delete from email_register where email_hash = $1', [sha256Hex(folded)]);
+      await storeAsBefore(h, folded, unfolded);
 
       assert.equal((await migrate(testStore.store))[0], '014_greek_final_sigma.sql');
       const [stored] = await h.sql<{ email: string }>('select email from students where id = $1', [created.id]);
       assert.equal(stored.email, folded);
-      const registered = await h.store.query<{ email_hash: string }>('select email_hash from email_register where email_hash = any($1::text[])', [`{${sha256Hex(folded)},${sha256Hex(unfolded)}}`]);
-      assert.deepEqual(registered.map((r) => r.email_hash), [sha256Hex(folded)]);
+      await assertRegisteredAs(h, folded, unfolded);
       for (const spelling of [unfolded, folded, 'ΝΙΚΟΣ@north.example.gr']) {
         const [matched] = (await sendRows(h, north, 'PATCH', 'students', [{ email: spelling, last_name: 'Παπαδόπουλος' }])).json.results;
         assert.deepEqual([matched.status === 'rejected' ? matched.code : 'matched', matched.id], ['matched', created.id], spelling);
@@ -259,25 +278,18 @@ for (const backend of storeBackends()) {
     const testStore = await openTestStore(backend, { migratedThrough: BEFORE_COMPOSED_ADDRESSES });
     const h = await Harness.over(backend, testStore);
     try {
-      const universities = await Promise.all(['Accent North', 'Accent South'].map(async (name) => (await h.admin('POST', '/universities', { name })).json.id as string));
-      const [north, south] = await Promise.all(universities.map(async (id) => (await h.admin('POST', '/tokens', { university_id: id, can_write: true })).json.token as string));
-      const cohort = { name: 'es-2027', display_name: 'ES 2027', program: 'Spanish', degree: 'BA', start_date: '2024-09-01', end_date: '2027-06-30', intake_year: 2024, intake_term: 'Fall' };
-      for (const token of [north, south]) assert.equal((await sendRows(h, token, 'PUT', 'cohorts', [cohort])).status, 200);
+      const [north, south] = await twoUniversitiesWithCohort(h, ['Accent North', 'Accent South'], 'es-2027');
       const student = { first_name: 'José', last_name: 'Núñez', cohort_name: 'es-2027', is_alumni: false };
       const [composed, decomposed] = ['jos\u00e9@north.example.es', 'jose\u0301@north.example.es'];
       const created = (await sendRows(h, north, 'PUT', 'students', [{ ...student, email: composed }])).json.results[0];
       assert.equal(created.status, 'created');
       // As the service stored it before: as sent, the accent a character of its own.
-      await h.store.query('update accounts set email = $2 where email = $1', [composed, decomposed]);
-      await h.store.query('update students set email = $2 where email = $1', [composed, decomposed]);
-      await h.store.query(`insert into email_register (email_hash, kind, university_id) select $2, kind, university_id from email_register where email_hash = $1`, [sha256Hex(composed), sha256Hex(decomposed)]);
-      await h.store.query('delete from email_register where email_hash = $1', [sha256Hex(composed)]);
+      await storeAsBefore(h, composed, decomposed);
 
       assert.equal((await migrate(testStore.store))[0], '015_composed_addresses.sql');
       const [stored] = await h.sql<{ email: string }>('select email from students where id = $1', [created.id]);
       assert.equal(stored.email, composed);
-      const registered = await h.store.query<{ email_hash: string }>('select email_hash from email_register where email_hash = any($1::text[])', [`{${sha256Hex(composed)},${sha256Hex(decomposed)}}`]);
-      assert.deepEqual(registered.map((r) => r.email_hash), [sha256Hex(composed)]);
+      await assertRegisteredAs(h, composed, decomposed);
       for (const [i, spelling] of [decomposed, composed].entries()) {
         const [matched] = (await sendRows(h, north, 'PATCH', 'students', [{ email: spelling, last_name: `Núñez ${i}` }])).json.results;
         assert.deepEqual([matched.status === 'rejected' ? matched.code : matched.status, matched.id], ['updated', created.id], spelling);

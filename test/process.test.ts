@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { type AddressInfo, connect, createServer } from 'node:net';
+import { type AddressInfo, type Socket, connect, createServer } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,6 +53,20 @@ async function serving(started: Started, banner = 'curl'): Promise<string> {
     await new Promise((r) => setTimeout(r, 100));
   }
   return /read token:\s+(\S+)/.exec(started.stderr())?.[1] ?? '';
+}
+
+/**
+ * A PUT with the demo write token whose body trickles: a request in progress until the request
+ * timeout (30 s). Its socket, once the service has had it for a moment.
+ */
+async function putInProgress(started: Started, port: number): Promise<Socket> {
+  const writeToken = /write token:\s+(\S+)/.exec(started.stderr())![1];
+  const socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  socket.on('error', () => {});
+  socket.write(`PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${writeToken}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`);
+  await new Promise((r) => setTimeout(r, 200));
+  return socket;
 }
 
 async function refused(started: Started): Promise<string> {
@@ -205,13 +219,7 @@ describe('npm start and its data folder and port', () => {
     const otherPort = await freePort();
     const started = start(dir, otherPort, { PDS_SHUTDOWN_TIMEOUT_MS: '500' });
     await serving(started);
-    const writeToken = /write token:\s+(\S+)/.exec(started.stderr())![1];
-    // A body that trickles is a request in progress until the request timeout (30 s).
-    const socket = connect(otherPort, '127.0.0.1');
-    await once(socket, 'connect');
-    socket.on('error', () => {});
-    socket.write(`PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${writeToken}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`);
-    await new Promise((r) => setTimeout(r, 200));
+    const socket = await putInProgress(started, otherPort);
     const signalled = Date.now();
     started.child.kill('SIGTERM');
     assert.deepEqual(await once(started.child, 'exit'), [0, null]);
@@ -227,12 +235,7 @@ describe('npm start and its data folder and port', () => {
     const otherPort = await freePort();
     const started = start(await folder(), otherPort);
     await serving(started);
-    const writeToken = /write token:\s+(\S+)/.exec(started.stderr())![1];
-    const socket = connect(otherPort, '127.0.0.1');
-    await once(socket, 'connect');
-    socket.on('error', () => {});
-    socket.write(`PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${writeToken}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`);
-    await new Promise((r) => setTimeout(r, 200));
+    const socket = await putInProgress(started, otherPort);
     started.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 300));
     const signalled = Date.now();
