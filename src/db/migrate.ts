@@ -12,7 +12,7 @@ const migrationsDir = fileURLToPath(new URL('./migrations/', import.meta.url));
 /** Any constant works; it only has to be the same for every instance. */
 const MIGRATION_LOCK_KEY = '7263519041';
 
-/** The migration files in the order they apply: by name. */
+/** The migration files in the order they apply (by name), once read. */
 let shippedFiles: Promise<string[]> | undefined;
 
 /**

@@ -1,7 +1,8 @@
 /**
  * Plan: syntax tree + registry → typed plan. Every name is resolved to a registry column here,
  * so the SQL builder only ever writes identifiers the registry holds. Also settles the page to
- * read from `limit`, `offset` and the Range header, as PostgREST does.
+ * read from `limit`, `offset` and the Range header, and the media type from the Accept header,
+ * as PostgREST does, refusing in its order (planRead).
  */
 import { ApiError, apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
