@@ -157,6 +157,16 @@ for (const backend of backends()) {
       assertErrorBody(elsewhere.json, 'NOT_FOUND');
     });
 
+    // Left undone in review: PostgREST reads a read's query string and range before it looks the
+    // resource up; the service answered 404 whatever they held.
+    test('a read of an unknown resource whose query string does not parse is 400, whose range cannot be served 416, as PostgREST answers', async () => {
+      for (const [query, headers, status, code] of [['select=%zz', {}, 400, 'PGRST100'], ['limit=-1', {}, 416, 'PGRST103'],
+        ['select=id', { range: '3-1' }, 416, 'PGRST103'], ['select=id&limit=-1', { accept: 'text/html' }, 416, 'PGRST103'], ['select=id', { accept: 'text/html' }, 404, 'PGRST205']] as const) {
+        const res = await h.get(`/v1/grades?${query}`, north.read_token, headers);
+        assert.deepEqual([res.status, res.json.code], [status, code], `${query} ${JSON.stringify(headers)}`);
+      }
+    });
+
     test('responses carry a request id', async () => {
       const res = await h.get('/v1/campuses', north.read_token);
       assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/);

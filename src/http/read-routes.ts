@@ -10,7 +10,9 @@ import type { Database } from '../db/database.ts';
 import { type ApiError, apiError } from '../errors.ts';
 import { executeRead } from '../query/execute.ts';
 import { LargePageSlots } from '../query/large-pages.ts';
+import { planPage } from '../query/plan.ts';
 import { readPlanOf } from '../query/read-plans.ts';
+import { type ReadRequestInput, parseReadRequest } from '../query/read-request.ts';
 import { type Resource, resources } from '../resources/registry.ts';
 import { type ReadResponseHead, readResponseHead } from './read-response.ts';
 
@@ -21,16 +23,19 @@ export function rawQueryString(request: FastifyRequest): string {
   return at < 0 ? '' : url.slice(at + 1);
 }
 
+/** A read's inputs as the query language takes them. */
+const readRequestInput = (request: FastifyRequest): ReadRequestInput => ({
+  queryString: rawQueryString(request),
+  rangeHeader: request.headers.range,
+  preferHeader: request.headers.prefer,
+  acceptHeader: request.headers.accept,
+  method: request.method === 'HEAD' ? 'HEAD' : 'GET',
+});
+
 function readHandler(db: Database, resource: Resource, plannedCounts: boolean, largePages: LargePageSlots) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const head = request.method === 'HEAD';
-    const plan = readPlanOf(resource, {
-      queryString: rawQueryString(request),
-      rangeHeader: request.headers.range,
-      preferHeader: request.headers.prefer,
-      acceptHeader: request.headers.accept,
-      method: head ? 'HEAD' : 'GET',
-    });
+    const plan = readPlanOf(resource, readRequestInput(request));
     const result = await executeRead(db, request.principal, plan, {
       head,
       plannedCounts,
@@ -52,8 +57,13 @@ function readHandler(db: Database, resource: Resource, plannedCounts: boolean, l
   };
 }
 
-/** A name under /v1 that no resource (nor any other route) has: 404 PGRST205, as PostgREST answers. */
+/**
+ * A name under /v1 that no resource (nor any other route) has: 404 PGRST205, as PostgREST
+ * answers. A read's query string and range are read first, as PostgREST reads them before it
+ * looks the resource up: one that does not parse is 400, a range that cannot be served 416.
+ */
 export function unknownResource(request: FastifyRequest): ApiError {
+  if (request.method === 'GET' || request.method === 'HEAD') planPage(parseReadRequest(readRequestInput(request)));
   const { resource } = request.params as { resource: string };
   return apiError('PGRST205', resource, resources.map((r) => r.name));
 }
