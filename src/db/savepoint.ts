@@ -3,7 +3,8 @@ import { type DatabaseError, type Queryable, isDatabaseError, pipelined } from '
 /**
  * The failures that mean a transaction lost a race with another and would succeed if run again:
  * a serialization failure (40001) and a deadlock (40P01). A batch decides such rows again
- * (src/writes/batches.ts); any other request answers 503 CONCURRENT_WRITE (src/http/sqlstates.ts).
+ * (src/writes/batches.ts) and an operator transaction runs once more (Database.asOperator,
+ * src/db/database.ts); what still fails answers 503 CONCURRENT_WRITE (src/http/sqlstates.ts).
  */
 export const LOST_RACE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01']);
 
