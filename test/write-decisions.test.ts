@@ -140,7 +140,13 @@ describe('validateStudentRow', () => {
     ['a blank external_id', { email: 'a@u.edu', external_id: ' ' }, 'patch', 'INVALID_FIELD'],
     ['a row that is not an object', [] as unknown as Record<string, unknown>, 'patch', 'INVALID_FIELD'],
     // A length holds for the value as stored, trimmed: these were INVALID_FIELD for their spaces.
-    ['an address of 254 characters with spaces around it', { email: ` ${'a'.repeat(244)}@u.edu.org ` }, 'patch', null],
+    ['an address of 254 characters with spaces around it', { email: ` ${'a'.repeat(60)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(61)}.org ` }, 'patch', null],
+    // RFC 5321's local part of at most 64 bytes, RFC 1035's labels of at most 63 characters (an IDN label's punycode).
+    ['a local part of 64 bytes', { email: `${'é'.repeat(32)}@u.edu` }, 'patch', null],
+    ['a local part of 65 bytes', { email: `${'é'.repeat(32)}a@u.edu` }, 'patch', 'INVALID_EMAIL'],
+    ['a domain label of 63 characters', { email: `a@${'b'.repeat(63)}.edu` }, 'patch', null],
+    ['a domain label of 64 characters', { email: `a@${'b'.repeat(64)}.edu` }, 'patch', 'INVALID_EMAIL'],
+    ['an IDN label whose punycode is 66 characters', { email: `a@${'ü'.repeat(60)}.edu` }, 'patch', 'INVALID_EMAIL'],
     ['an external_id of 100 characters with spaces around it', { email: 'a@u.edu', external_id: `  ${'e'.repeat(100)}  ` }, 'patch', null],
     ['a first_name of 200 characters with spaces around it', { email: 'a@u.edu', first_name: ` ${'f'.repeat(200)} ` }, 'patch', null],
     ['a first_name of 201 characters once trimmed', { email: 'a@u.edu', first_name: ` ${'f'.repeat(201)} ` }, 'patch', 'INVALID_FIELD'],
@@ -151,6 +157,11 @@ describe('validateStudentRow', () => {
       assert.equal('rejected' in validated ? validated.rejected.code : null, code);
     });
   }
+  test('a date PostgreSQL cannot hold is refused with the years it can', () => {
+    const validated = validateStudentRow({ email: 'a@u.edu', graduation_date: '0000-06-30' }, 0, 'patch');
+    assert.ok('rejected' in validated);
+    assert.equal(validated.rejected.message, 'graduation_date must be a calendar date in YYYY-MM-DD form, in the years 0001 to 9999, or null.');
+  });
   test('the email is trimmed and lower-cased but the sent form is kept for the result', () => {
     const validated = validateStudentRow({ email: ' Ada@U.edu ' }, 0, 'patch');
     assert.ok('ok' in validated);

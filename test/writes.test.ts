@@ -361,8 +361,7 @@ for (const backend of storeBackends()) {
         const changed = email('changed');
         const result = await one('PUT', { ...row, email: changed });
         assert.deepEqual([result.status, result.id, result.email], ['updated', id, changed]);
-        assert.equal(result.notes.length, 1);
-        assert.match(result.notes[0], /secondary address/);
+        assert.deepEqual(result.notes, [`${changed} was recorded as a secondary address of the student matched by external_id; it is not a login or the contact address, and becomes a login address once the student verifies it.`]);
         const read = await h.get(`/v1/students?id=eq.${id}&select=email,secondary_emails`, readToken);
         assert.deepEqual(read.json, [{ email: row.email, secondary_emails: [changed] }]);
         const [login] = await h.sql<{ verified: boolean }>('select verified_at is not null as verified from secondary_emails where email = $1', [changed]);
@@ -372,6 +371,8 @@ for (const backend of storeBackends()) {
         const verified = await h.admin('POST', `/students/${id}/verify-email`, { email: changed });
         assert.equal(verified.status, 200);
         assert.equal((await h.sql<{ verified: boolean }>('select verified_at is not null as verified from secondary_emails where email = $1', [changed]))[0].verified, true);
+        // A login address now, as the note said; the contact address stays.
+        assert.deepEqual((await h.get(`/v1/students?id=eq.${id}&select=email`, readToken)).json, [{ email: row.email }]);
       });
     });
 

@@ -32,7 +32,7 @@ const KIND_CHECKS: Record<WriteField['kind'], { readonly accepts: (value: unknow
   text: { accepts: isString, expected: () => 'a string' },
   email: { accepts: isString, expected: () => 'an email address' },
   phone: { accepts: isString, expected: () => 'a phone number in E.164 form' },
-  date: { accepts: isIsoDate, expected: () => 'a date in YYYY-MM-DD form' },
+  date: { accepts: isIsoDate, expected: () => 'a calendar date in YYYY-MM-DD form, in the years 0001 to 9999' },
   boolean: { accepts: (value) => typeof value === 'boolean', expected: () => 'true or false' },
   integer: { accepts: Number.isInteger, expected: () => 'a whole number' },
   enum: { accepts: (value, field) => (field.values ?? []).includes(value as string), expected: (field) => `one of ${(field.values ?? []).join(', ')}` },

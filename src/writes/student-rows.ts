@@ -2,6 +2,7 @@
  * Validation of student batch rows (docs/decisions.md, "Student writes", for the order the
  * checks run in), the fields read off the student's write shape.
  */
+import { domainToASCII } from 'node:url';
 import { emailKey } from '../domain/email-register.ts';
 import { PHONE_PATTERN, hasNul, hasRefusedCharacter, longerThan } from '../resources/text.ts';
 import { STUDENT_SHAPE, fieldNames } from '../resources/write-shapes.ts';
@@ -18,18 +19,29 @@ const EMAIL = /^[^\s@"(),:;<>[\\\]]+@[^\s@"(),:;<>[\\\]]+\.[^\s@"(),:;<>[\\\]]+$
 /** Invisible formatting characters (a zero-width space, a direction mark): an address holding one looks like another. */
 const INVISIBLE = /\p{Cf}/u;
 
+/** RFC 5321's limit on a local part, in bytes (RFC 6531 counts its UTF-8). */
+const MAX_LOCAL_PART_BYTES = 64;
+/** RFC 1035's limit on a domain label, counted in its ASCII form (an IDN label's punycode). */
+const MAX_LABEL_LENGTH = 63;
+
+const ASCII = /^[\x00-\x7f]*$/;
+/** A label's length as DNS counts it: an IDN label's is its ASCII (punycode) form's, or as sent when it has none. */
+const labelLength = (label: string) => (ASCII.test(label) ? label : domainToASCII(label) || label).length;
+
 /**
  * An address of EMAIL's characters whose local part is dots between words (no leading, trailing
- * or double dot) and whose domain is labels neither empty nor starting or ending with a hyphen
- * (RFC 5321's dot-atom and RFC 1035's labels): `a..b@u.edu`, `.a@u.edu`, `a@-u.edu` and
- * `a@u.edu.` were taken as addresses.
+ * or double dot) of at most 64 bytes, and whose domain is labels neither empty, nor starting or
+ * ending with a hyphen, nor longer than 63 characters (RFC 5321's dot-atom and its local-part
+ * limit, RFC 1035's labels): `a..b@u.edu`, `.a@u.edu`, `a@-u.edu` and `a@u.edu.` were taken as
+ * addresses, and so were a 65-byte local part and a 64-character label, which no mail server takes.
  */
 function isAddress(email: string): boolean {
   if (!EMAIL.test(email)) return false;
   const at = email.lastIndexOf('@');
-  const words = email.slice(0, at).split('.');
+  const localPart = email.slice(0, at);
   const labels = email.slice(at + 1).split('.');
-  return words.every((word) => word !== '') && labels.every((label) => label !== '' && !label.startsWith('-') && !label.endsWith('-'));
+  return Buffer.byteLength(localPart) <= MAX_LOCAL_PART_BYTES && localPart.split('.').every((word) => word !== '')
+    && labels.every((label) => label !== '' && !label.startsWith('-') && !label.endsWith('-') && labelLength(label) <= MAX_LABEL_LENGTH);
 }
 
 /**

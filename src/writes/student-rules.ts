@@ -117,8 +117,9 @@ function alumniNote(isAlumni: boolean, graduationDate: string | null, cohortEndD
   return `is_alumni was applied as sent (${isAlumni}), but ${basis}; ${overwrittenBy} will re-derive the flag and overwrite it.`;
 }
 
+// Verification makes the address a login, never the contact address (src/domain/student-events.ts).
 const secondaryNote = (email: string) =>
-  `${email} was recorded as a secondary address of the student matched by external_id; it is not a login or the contact address until the student verifies it.`;
+  `${email} was recorded as a secondary address of the student matched by external_id; it is not a login or the contact address, and becomes a login address once the student verifies it.`;
 
 /** Which student, if any, the row addresses; or why it cannot be matched. */
 function matchStudent(row: StudentRow, state: StudentBatchState): Match | StudentRejection {
