@@ -85,6 +85,19 @@ for (const backend of backends()) {
       }
     });
 
+    test('a HEAD reads no Range header, and its operation documents none', async () => {
+      const headers = { authorization: `Bearer ${north.read_token}`, prefer: 'count=exact', range: '0-0' };
+      const get = await h.request({ method: 'GET', url: '/v1/campuses', headers });
+      const head = await h.request({ method: 'HEAD', url: '/v1/campuses', headers });
+      assert.equal(get.status, 206);
+      assert.match(String(get.headers['content-range']), /^0-0\/\d+$/);
+      const total = Number(String(get.headers['content-range']).split('/')[1]);
+      assert.ok(total > 1);
+      assert.deepEqual([head.status, head.headers['content-range']], [200, `0-${total - 1}/${total}`]);
+      const documented = (method: 'get' | 'head') => (v.doc.paths['/campuses'][method].parameters as { $ref?: string }[]).some((p) => p.$ref === '#/components/parameters/Range');
+      assert.deepEqual([documented('get'), documented('head')], [true, false]);
+    });
+
     test('pages and single objects with nulls stripped match under their own media types', async () => {
       for (const contentType of Object.values(STRIPPED_MEDIA_TYPES)) {
         const accept = mediaTypeWithParameters(contentType);

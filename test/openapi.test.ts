@@ -17,7 +17,7 @@ import { ERRORS } from '../src/errors.ts';
 import { LIMITS } from '../src/limits.ts';
 import { passThroughStatus } from '../src/http/sqlstates.ts';
 import { resources } from '../src/resources/registry.ts';
-import { WRITABLE_RESOURCES, WRITE_SHAPES } from '../src/resources/write-shapes.ts';
+import { WRITABLE_RESOURCES, WRITE_SHAPES, type WriteShape } from '../src/resources/write-shapes.ts';
 import { COHORT_ROW_CODES, STUDENT_ROW_CODES } from '../src/writes/row-codes.ts';
 import { Harness } from './support/harness.ts';
 
@@ -175,9 +175,10 @@ describe('the OpenAPI description', () => {
       assert.deepEqual(Object.keys(get.responses['200'].headers).sort(),
         ['Content-Location', 'Content-Range', 'Preference-Applied', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id']);
       assert.ok(get.responses['406'], 'Accept refusals are documented');
-      // HEAD: the same parameters and headers, no body.
+      // HEAD: the same parameters but Range, which applies to GET only (the service reads none on a HEAD), the same headers, no body.
       const head = doc.paths[`/${resource.name}`].head;
-      assert.deepEqual(head.parameters, get.parameters);
+      assert.deepEqual(head.parameters, get.parameters.filter((p: any) => p.$ref !== '#/components/parameters/Range'));
+      assert.equal(head.parameters.length, get.parameters.length - 1);
       for (const status of ['200', '206']) {
         assert.deepEqual(head.responses[status].headers, get.responses[status].headers, status);
         assert.equal(head.responses[status].content, undefined, status);
@@ -235,17 +236,24 @@ describe('the OpenAPI description', () => {
       return resolve(envelope.properties[resource].items.$ref);
     };
     for (const resource of WRITABLE_RESOURCES) {
-      const shape = WRITE_SHAPES[resource];
+      const shape: WriteShape = WRITE_SHAPES[resource];
       const createFields = Object.entries(shape.fields).filter(([, field]) => field.requiredOnCreate).map(([name]) => name);
       assert.deepEqual(rowOf(resource, 'post').required, createFields, `post ${resource}`);
       assert.deepEqual(rowOf(resource, 'put').required, shape.put === 'create' ? createFields : [shape.key], `put ${resource}`);
       assert.deepEqual(rowOf(resource, 'patch').required, [shape.key]);
       for (const method of ['put', 'post', 'patch']) {
         const row = rowOf(resource, method);
-        assert.deepEqual(Object.keys(row.properties), Object.keys(shape.fields));
+        assert.deepEqual(Object.keys(row.properties), [...Object.keys(shape.fields), ...Object.keys(shape.ignored ?? {})]);
         assert.equal(row.additionalProperties, undefined);
         assert.match(row.description, /dropped_fields/);
       }
+    }
+    // The spec's `cohort_display_name` a student row may carry: typed, so a typed client can send it, and never required.
+    for (const method of ['put', 'post', 'patch']) {
+      const row = rowOf('students', method);
+      assert.equal(row.properties.cohort_display_name.type, 'string');
+      assert.match(row.properties.cohort_display_name.description, /dropped_fields/);
+      assert.ok(!row.required.includes('cohort_display_name'));
     }
     // The spec's own lists of what a create needs.
     assert.deepEqual(rowOf('students', 'put').required.sort(), ['cohort_name', 'email', 'first_name', 'is_alumni', 'last_name']);

@@ -30,8 +30,10 @@ function fieldSchema(field: WriteField): JsonSchema {
   return { ...(field.nullable ? withNull(schema) : schema), ...(field.description ? { description: field.description } : {}) };
 }
 
-const fieldSchemas = (shape: WriteShape) =>
-  Object.fromEntries(Object.entries(shape.fields).map(([name, field]) => [name, fieldSchema(field)]));
+const fieldSchemas = (shape: WriteShape) => ({
+  ...Object.fromEntries(Object.entries(shape.fields).map(([name, field]) => [name, fieldSchema(field)])),
+  ...Object.fromEntries(Object.entries(shape.ignored ?? {}).map(([name, description]): [string, JsonSchema] => [name, { type: 'string', description }])),
+});
 
 /**
  * What a row must carry: every field a create needs (`create`); for a patch the key alone

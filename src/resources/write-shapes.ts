@@ -47,6 +47,12 @@ export interface WriteShape<Fields extends Readonly<Record<string, WriteField>> 
    * (src/writes/cohort-rules.ts), a matched record keeping what the row leaves out.
    */
   readonly put: 'create' | 'key';
+  /**
+   * Keys the contract says a row may carry that the record does not hold, with why: not saved,
+   * listed in dropped_fields like any other unknown key, but described, so that a typed client
+   * can send them.
+   */
+  readonly ignored?: Readonly<Record<string, string>>;
 }
 
 /** The value a field holds once validated. */
@@ -73,6 +79,9 @@ export const STUDENT_SHAPE = {
   },
   // The spec's student write shape requires its create fields of POST and PUT alike.
   put: 'create',
+  ignored: {
+    cohort_display_name: 'The cohort\'s display name belongs to the cohort (its `display_name`, written with the cohorts): not saved, listed in `dropped_fields`.',
+  },
 } as const satisfies WriteShape;
 
 export const COHORT_SHAPE = {

@@ -87,23 +87,28 @@ function readOperation(resource: Resource): DocumentedOperation {
   };
 }
 
+const RANGE_PARAMETER = parameterRef('Range').$ref;
+
 /**
  * A GET without its body: every GET route answers HEAD (the reads and the change feeds declare
  * it, src/http/read-routes.ts and src/http/change-routes.ts; Fastify generates the others') with
  * the GET's status and headers,
- * e.g. a read's total counted with `Prefer: count=exact` in Content-Range.
+ * e.g. a read's total counted with `Prefer: count=exact` in Content-Range. It takes the GET's
+ * parameters but the Range header, which applies to GET only, as in PostgREST (src/query/read-request.ts).
  */
 function headOperation(get: DocumentedOperation): DocumentedOperation {
-  const { operationId, summary, responses, ...rest } = get.operation;
+  const { operationId, summary, responses, parameters, ...rest } = get.operation;
   const { path } = describedPath(get.url);
+  const headParameters = parameters?.filter((parameter) => !('$ref' in parameter && parameter.$ref === RANGE_PARAMETER));
   return {
     ...get,
     method: 'head',
     operation: {
       ...rest,
+      ...(headParameters ? { parameters: headParameters } : {}),
       operationId: operationId.replace(/^(list|get)/, 'head'),
       summary: `${summary}: headers only`,
-      description: `\`GET ${path}\` answered with its status and headers, without a body.`,
+      description: `\`GET ${path}\` answered with its status and headers, without a body${headParameters?.length !== parameters?.length ? ' (the `Range` header applies to GET only)' : ''}.`,
       responses: Object.fromEntries(Object.entries(responses).map(([status, response]) => [status, withoutBody(response as OpenAPIV3_1.ResponseObject)])),
     },
   };
