@@ -89,6 +89,14 @@ for (const backend of backends()) {
       assert.equal((await h.admin('POST', '/cohorts', { ...cohort, intake_year: years.max })).status, 201);
     });
 
+    test('a blank or multi-line name is refused in words, not with the pattern that checks it', async () => {
+      for (const [url, body] of [['/consortia', { name: ' ' }], ['/universities', { name: 'U\nV' }]] as const) {
+        const response = await h.admin('POST', url, body);
+        assert.deepEqual([response.status, response.json.code], [400, 'INVALID_BODY'], response.body);
+        assert.equal(response.json.message, 'The request body is invalid: body/name must not be blank, and must be single-line text without control characters or unpaired surrogates.');
+      }
+    });
+
     test('a token with a misspelt can_write: 400 naming it, no token issued', async () => {
       await expectRefusedKey('POST', '/tokens', { university_id: universityId, can_wirte: true }, 'can_wirte');
       const issued = await h.admin('POST', '/tokens', { university_id: universityId, can_write: true });

@@ -7,15 +7,20 @@ import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError, apiError } from '../errors.ts';
 import { JSON_CONTENT_TYPE } from '../query/media-types.ts';
+import { PATTERN_MEANINGS } from '../resources/text.ts';
 import { notesOf } from './request-notes.ts';
 import { databaseErrorToApiError, storeErrorClass } from './sqlstates.ts';
 
-/** Ajv's message, naming the key a closed schema does not accept (Ajv keeps it in `params`). */
+/**
+ * Ajv's message, but naming the key a closed schema does not accept (Ajv keeps it in `params`),
+ * and saying in words what a text pattern asks, where Ajv quotes the pattern.
+ */
 function validationMessage(error: FastifyError): string {
   const [first] = error.validation ?? [];
-  if (first?.keyword !== 'additionalProperties') return error.message;
-  const where = `${error.validationContext}${first.instancePath}`;
-  return `${where} does not accept the key "${String(first.params.additionalProperty)}"`;
+  const where = `${error.validationContext}${first?.instancePath}`;
+  if (first?.keyword === 'additionalProperties') return `${where} does not accept the key "${String(first.params.additionalProperty)}"`;
+  const meaning = first?.keyword === 'pattern' ? PATTERN_MEANINGS[String(first.params.pattern)] : undefined;
+  return meaning ? `${where} ${meaning}` : error.message;
 }
 
 function fastifyErrorToApiError(error: FastifyError, request: FastifyRequest): ApiError | null {

@@ -46,6 +46,13 @@ export const SINGLE_LINE_TEXT_PATTERN = '^\\s*(?:[^\\u0000-\\u001f\\u007f-\\u009
 /** A name: single-line text with something besides white space (a lookahead before the same rule). */
 export const NAME_PATTERN = `^(?=[\\s\\S]*\\S)${SINGLE_LINE_TEXT_PATTERN.slice(1)}`;
 
+/** What each of these patterns asks of a value, in words, for a refusal's message (Ajv's quotes the pattern). */
+export const PATTERN_MEANINGS: Readonly<Record<string, string>> = {
+  [SINGLE_LINE_TEXT_PATTERN]: 'must be single-line text, without control characters or unpaired surrogates',
+  [NAME_PATTERN]: 'must not be blank, and must be single-line text without control characters or unpaired surrogates',
+  [PHONE_PATTERN]: 'must be a phone number in E.164 form: a plus and up to 15 digits',
+};
+
 /** Whether the string holds a character no single-line field takes (see REFUSED_CHARACTER); callers pass it trimmed. */
 export const hasRefusedCharacter = (value: string) => REFUSED_CHARACTER.test(value);
 
