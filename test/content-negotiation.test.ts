@@ -145,6 +145,20 @@ describe('Accept over HTTP', () => {
     assert.equal(json.json.length, 1);
   });
 
+  test('a read names in Vary every request header its answer is chosen by, so that a cache cannot give a CSV page to a JSON client', async () => {
+    const vary = (response: { headers: Record<string, unknown> }) => String(response.headers.vary).split(/\s*,\s*/).map((name) => name.toLowerCase()).sort();
+    for (const [accept, origin] of [['text/csv', undefined], ['application/json', 'https://app.example']] as const) {
+      for (const method of ['GET', 'HEAD'] as const) {
+        const response = await h.request({
+          method, url: '/v1/cohorts?select=name&limit=1',
+          headers: { authorization: `Bearer ${university.read_token}`, accept, prefer: 'count=exact', range: '0-0', ...(origin ? { origin } : {}) },
+        });
+        assert.equal(response.status, 206, `${method} ${accept}`);
+        assert.deepEqual(vary(response), ['accept', 'origin', 'prefer', 'range'], `${method} ${accept}`);
+      }
+    }
+  });
+
   test('a wildcard never selects the single object: JSON refused and */* is CSV, not one object', async () => {
     const response = await h.get('/v1/cohorts?select=name&limit=1', university.read_token, { accept: 'application/json;q=0, */*' });
     assert.equal(response.status, 200);

@@ -128,6 +128,21 @@ describe('methods before bodies', () => {
     }
   });
 
+  test('/v1 and /v1/, the base URL a client is given, redirect to the description without a token; a method they do not serve is 405', async () => {
+    for (const url of ['/v1', '/v1/']) {
+      for (const method of ['GET', 'HEAD']) {
+        for (const withToken of [false, true]) {
+          const response = await send(method, url, {}, undefined, withToken);
+          assert.equal(response.status, 302, `${method} ${url}: ${response.body}`);
+          assert.equal(response.headers.location, '/v1/openapi.json', `${method} ${url}`);
+        }
+      }
+      const refused = await send('POST', url, BODIES[1].headers, BODIES[1].payload, false);
+      assert.equal(refused.status, 405, `POST ${url}: ${refused.body}`);
+      assert.equal(refused.headers.allow, 'GET, HEAD');
+    }
+  });
+
   test('every root and operator path answers a method it does not serve with 405 and the Allow its routes give', async () => {
     const [{ id }] = await h.sql<{ id: string }>('select id from tokens limit 1');
     const refusals: [method: string, url: string, allow: string][] = [

@@ -23,6 +23,14 @@ export function rawQueryString(request: FastifyRequest): string {
   return at < 0 ? '' : url.slice(at + 1);
 }
 
+/**
+ * The request headers beside the URL that `readRequestInput` reads, so that a cache keeps one
+ * answer per combination (RFC 9110, 12.5.5): the same URL answers JSON or CSV by Accept, a total
+ * by Prefer and another page by Range, whose `<first>-<last>` without a unit a cache would not
+ * read as a byte range. CORS names Origin already (src/http/cors.ts).
+ */
+const READ_VARY = 'Accept, Prefer, Range';
+
 /** A read's inputs as the query language takes them. */
 const readRequestInput = (request: FastifyRequest): ReadRequestInput => ({
   queryString: rawQueryString(request),
@@ -52,7 +60,8 @@ function readHandler(db: Database, resource: Resource, plannedCounts: boolean, l
       throw error;
     }
     const { status, headers } = responseHead;
-    reply.code(status).headers(headers);
+    const vary = reply.getHeader('vary');
+    reply.code(status).headers(headers).header('vary', vary === undefined ? READ_VARY : `${String(vary)}, ${READ_VARY}`);
     return reply.send(head ? undefined : result.body);
   };
 }

@@ -4,7 +4,7 @@
  * served at GET /v1/openapi.json. The operator API is not in it.
  */
 import swagger from '@fastify/swagger';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
 import { LIMITS } from '../../limits.ts';
@@ -117,7 +117,16 @@ export const openApi = fp(async (app: FastifyInstance) => {
   await app.register(swagger, { mode: 'static', specification: { document: buildOpenApiDocument() as unknown as OpenAPIV3.Document } });
 }, { name: 'openapi' });
 
-/** GET /openapi.json under the prefix it is registered with; needs no token. */
+/**
+ * GET /openapi.json under the prefix it is registered with, and the prefix itself, with or without
+ * its trailing slash, redirecting to it: PostgREST answers its root with its description, and a
+ * client's base URL is this prefix. Neither needs a token.
+ */
 export async function openApiDocument(app: FastifyInstance): Promise<void> {
   app.get(OPENAPI_PATH, async () => app.swagger());
+  const toDescription = async (_request: FastifyRequest, reply: FastifyReply) => reply.redirect(`${app.prefix}${OPENAPI_PATH}`);
+  // One route per form: Fastify adds the slashed form of a prefix's '/' route without running
+  // the onRoute hooks, so the methods it serves (src/http/methods.ts) would miss its GET.
+  app.get('', toDescription);
+  app.get('/', { prefixTrailingSlash: 'slash' }, toDescription);
 }

@@ -267,6 +267,24 @@ const SERVICE_OPERATIONS: readonly DocumentedOperation[] = [
       responses: { 200: { description: 'The OpenAPI 3.1 description of the partner API.', content: { 'application/json': { schema: { type: 'object' } } } } },
     },
   },
+  {
+    method: 'get',
+    url: `${PARTNER_PREFIX}/`,
+    errors: [],
+    operation: {
+      operationId: 'getApiRoot',
+      tags: ['service'],
+      summary: 'The API\'s base URL',
+      description: `Redirects to this description (\`${PARTNER_PREFIX}${OPENAPI_PATH}\`), as PostgREST answers its root with its description; \`${PARTNER_PREFIX}\` without the slash too. Needs no token.`,
+      security: [],
+      responses: {
+        302: {
+          description: 'Found: the description is at Location.',
+          headers: { Location: { description: 'The description\'s path.', schema: { type: 'string', enum: [`${PARTNER_PREFIX}${OPENAPI_PATH}`] } } },
+        },
+      },
+    },
+  },
 ];
 
 const OPERATIONS_WITH_BODIES: readonly DocumentedOperation[] = [
