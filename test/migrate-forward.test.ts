@@ -229,11 +229,12 @@ async function assertRegisteredAs(h: Harness, address: string, before: string): 
 
 /**
  * Stores a student's `address` as an older release stored it, spelled `before`: in its account
- * and student rows, and as its register entry's key.
+ * and student rows or as a secondary address, and as its register entry's key.
  */
 async function storeAsBefore(h: Harness, address: string, before: string): Promise<void> {
   await h.store.query('update accounts set email = $2 where email = $1', [address, before]);
   await h.store.query('update students set email = $2 where email = $1', [address, before]);
+  await h.store.query('update secondary_emails set email = $2 where email = $1', [address, before]);
   await h.store.query(`insert into email_register (email_hash, kind, university_id) select $2, kind, university_id from email_register where email_hash = $1`, [sha256Hex(address), sha256Hex(before)]);
   await h.store.query('delete from email_register where email_hash = $1', [sha256Hex(address)]);
 }
@@ -296,6 +297,55 @@ for (const backend of storeBackends()) {
       }
       const [elsewhere] = (await sendRows(h, south, 'PUT', 'students', [{ ...student, email: decomposed }])).json.results;
       assert.equal(elsewhere.code, 'EMAIL_BELONGS_TO_ANOTHER_UNIVERSITY');
+    } finally {
+      await h.close();
+    }
+  });
+}
+
+/** The last migration before 014 and 015 rewrote stored addresses. */
+const BEFORE_REWRITTEN_ADDRESSES = '013_redundant_tenant_indexes.sql';
+
+/** Every entry of the change feed after `since` (from the start when null), and the cursor after the last. */
+async function feedSince(h: Harness, token: string, since: string | null): Promise<{ entries: { id: string; change: string; row: { email: string; secondary_emails: string[] } }[]; cursor: string }> {
+  const entries = [];
+  let cursor = since;
+  for (;;) {
+    const page = await h.get(`/v1/changes${cursor === null ? '' : `?since=${cursor}`}`, token);
+    assert.equal(page.status, 200, page.body);
+    entries.push(...page.json.changes);
+    cursor = page.json.next_cursor;
+    if (!page.json.has_more) return { entries, cursor: cursor! };
+  }
+}
+
+for (const backend of storeBackends()) {
+  test(`a ${backend} database at ${BEFORE_REWRITTEN_ADDRESSES}: the change feed carries every student whose address the upgrade rewrote, and no other`, async () => {
+    const testStore = await openTestStore(backend, { migratedThrough: BEFORE_REWRITTEN_ADDRESSES });
+    const h = await Harness.over(backend, testStore);
+    try {
+      const [north] = await twoUniversitiesWithCohort(h, ['Feed North', 'Feed South'], 'mix-2027');
+      const student = { first_name: 'Ana', last_name: 'Ruiz', cohort_name: 'mix-2027', is_alumni: false };
+      const [greek, accent, plain, withSecondary] = ['νικοσ@north.example.gr', 'jos\u00e9@north.example.es', 'plain@north.example.edu', 'sec@north.example.edu'];
+      const secondary = 'ren\u00e9@home.example.fr';
+      const created = (await sendRows(h, north, 'PUT', 'students', [
+        { ...student, email: greek }, { ...student, email: accent }, { ...student, email: plain }, { ...student, email: withSecondary, external_id: 'S-1' },
+      ])).json.results.map((r: { id: string }) => r.id);
+      assert.equal((await sendRows(h, north, 'PUT', 'students', [{ ...student, email: secondary, external_id: 'S-1' }])).json.results[0].status, 'updated');
+      // As an older release stored them: the final sigma as ς, accents as combining characters.
+      await storeAsBefore(h, greek, 'νικος@north.example.gr');
+      await storeAsBefore(h, accent, 'jose\u0301@north.example.es');
+      await storeAsBefore(h, secondary, 'rene\u0301@home.example.fr');
+      const { cursor } = await feedSince(h, north, null);
+
+      await migrate(testStore.store);
+      const { entries } = await feedSince(h, north, cursor);
+      const byId = new Map(entries.map((entry) => [entry.id, entry]));
+      assert.deepEqual([...byId.keys()].sort(), [created[0], created[1], created[3]].sort());
+      assert.equal(byId.get(created[0])!.row.email, greek);
+      assert.equal(byId.get(created[1])!.row.email, accent);
+      assert.deepEqual(byId.get(created[3])!.row.secondary_emails, [secondary]);
+      assert.ok(entries.every((entry) => entry.change === 'updated'));
     } finally {
       await h.close();
     }
