@@ -36,30 +36,92 @@ type Position = readonly [seq: number, resource: string, id: string];
 /** Before every entry: below change number 0, which rows written before the feed existed carry. */
 const START: Position = [-1, '', '00000000-0000-0000-0000-000000000000'];
 
+/** The feeds, by the index a cursor names them with. */
+const FEEDS: readonly Feed[] = ['all', ...FEED_RESOURCES];
+
 /**
  * A uuid as the feed writes one, in lower case: a university's key in upper case was taken as
  * another university's, and a forged position of the reader's own was dropped, not refused.
  */
 const CURSOR_UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 
-/** The cursor's content; it travels as base64url of this JSON, and is read back against this schema. */
-const CURSOR_SCHEMA = Type.Object({
+/**
+ * The first form of the cursor, base64url of this JSON, given out until migration 017's release
+ * and still read: about 123 characters a university, so a consortium of 130 members was given a
+ * cursor longer than the query string may be (16,384 bytes), which it then refused.
+ */
+const JSON_CURSOR_SCHEMA = Type.Object({
   v: Type.Literal(1),
-  feed: Type.Enum(['all', ...FEED_RESOURCES]),
+  feed: Type.Enum(FEEDS),
   at: Type.Record(Type.String({ pattern: CURSOR_UUID }), Type.Tuple([
     Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.Enum([...FEED_RESOURCES]), Type.String({ pattern: CURSOR_UUID }),
   ]), { additionalProperties: false }),
 }, { additionalProperties: false });
 
+/**
+ * The cursor given out now, base64url of bytes: the version (2), the feed's index in FEEDS, then
+ * per university its id, the resource's index in FEED_RESOURCES, the entry's id and the change
+ * number, 39 bytes (52 characters): 300 members fit in the query string.
+ */
+const BINARY_CURSOR_VERSION = 2;
+const UUID_BYTES = 16;
+/** A change number in 48 bits: a university would need 2^48 transactions to outgrow it. */
+const SEQ_BYTES = 6;
+const POSITION_BYTES = UUID_BYTES + 1 + UUID_BYTES + SEQ_BYTES;
+
+/** The most universities one cursor can hold within the query string, `since=` before it (docs/api.md, "Change feed"). */
+export const CURSOR_UNIVERSITIES = Math.floor((Math.floor((LIMITS.maxQueryStringBytes - 'since='.length) * 3 / 4) - 2) / POSITION_BYTES);
+
 interface CursorContent {
-  readonly v: 1;
   readonly feed: Feed;
-  readonly at: Readonly<Record<string, Position>>;
+  readonly at: ReadonlyMap<string, Position>;
 }
 
+const uuidOf = (bytes: Buffer): string => {
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+};
+
 export function encodeCursor(feed: Feed, at: Readonly<Record<string, Position>>): string {
-  const content: CursorContent = { v: 1, feed, at };
-  return Buffer.from(JSON.stringify(content)).toString('base64url');
+  const positions = Object.entries(at);
+  const bytes = Buffer.alloc(2 + positions.length * POSITION_BYTES);
+  bytes[0] = BINARY_CURSOR_VERSION;
+  bytes[1] = FEEDS.indexOf(feed);
+  positions.forEach(([universityId, [seq, resource, id]], i) => {
+    const offset = 2 + i * POSITION_BYTES;
+    bytes.write(universityId.replaceAll('-', ''), offset, 'hex');
+    bytes[offset + UUID_BYTES] = FEED_RESOURCES.indexOf(resource as FeedResource);
+    bytes.write(id.replaceAll('-', ''), offset + UUID_BYTES + 1, 'hex');
+    bytes.writeUIntBE(seq, offset + 2 * UUID_BYTES + 1, SEQ_BYTES);
+  });
+  return bytes.toString('base64url');
+}
+
+/** A cursor's bytes in the form given out now, or null when they are not one. */
+function readBinaryCursor(bytes: Buffer): CursorContent | null {
+  const feed = FEEDS[bytes[1]];
+  if (bytes[0] !== BINARY_CURSOR_VERSION || feed === undefined || (bytes.length - 2) % POSITION_BYTES !== 0) return null;
+  const at = new Map<string, Position>();
+  for (let offset = 2; offset < bytes.length; offset += POSITION_BYTES) {
+    const universityId = uuidOf(bytes.subarray(offset, offset + UUID_BYTES));
+    const resource = FEED_RESOURCES[bytes[offset + UUID_BYTES]];
+    if (resource === undefined || at.has(universityId)) return null;
+    const id = uuidOf(bytes.subarray(offset + UUID_BYTES + 1, offset + 2 * UUID_BYTES + 1));
+    at.set(universityId, [bytes.readUIntBE(offset + 2 * UUID_BYTES + 1, SEQ_BYTES), resource, id]);
+  }
+  return { feed, at };
+}
+
+/** A cursor's bytes in the first form, JSON, or null when they are not one. */
+function readJsonCursor(bytes: Buffer): CursorContent | null {
+  let content: unknown;
+  try {
+    content = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (!Value.Check(JSON_CURSOR_SCHEMA, content)) return null;
+  return { feed: content.feed as Feed, at: new Map(Object.entries(content.at) as [string, Position][]) };
 }
 
 /** The positions a `since` cursor holds, checked strictly: anything but a cursor this feed gave out is INVALID_CURSOR. */
@@ -67,18 +129,12 @@ export function decodeCursor(feed: Feed, since: string): ReadonlyMap<string, Pos
   const bytes = Buffer.from(since, 'base64url');
   // Node's decoder skips what is not base64url; only a text that encodes back to itself is one.
   if (since === '' || bytes.toString('base64url') !== since) throw apiError('INVALID_CURSOR', 'it is not base64url');
-  let content: unknown;
-  try {
-    content = JSON.parse(bytes.toString('utf8'));
-  } catch {
-    throw apiError('INVALID_CURSOR', 'it does not hold a position');
-  }
-  if (!Value.Check(CURSOR_SCHEMA, content)) throw apiError('INVALID_CURSOR', 'it does not hold a position');
-  const cursor = content as CursorContent;
+  const cursor = bytes[0] === '{'.charCodeAt(0) ? readJsonCursor(bytes) : readBinaryCursor(bytes);
+  if (cursor === null) throw apiError('INVALID_CURSOR', 'it does not hold a position');
   if (cursor.feed !== feed) throw apiError('INVALID_CURSOR', `it belongs to the ${cursor.feed === 'all' ? 'whole' : cursor.feed} feed`);
-  const misplaced = Object.values(cursor.at).find(([, resource]) => feed !== 'all' && resource !== feed);
+  const misplaced = [...cursor.at.values()].find(([, resource]) => feed !== 'all' && resource !== feed);
   if (misplaced) throw apiError('INVALID_CURSOR', `it holds a position among ${misplaced[1]}`);
-  return new Map(Object.entries(cursor.at));
+  return cursor.at;
 }
 
 export interface ChangesRequest {
@@ -111,16 +167,24 @@ interface Window {
   readonly through: string;
 }
 
-/** `(seq, resource, id) > position` for each window's university, or'ed; one university needs no or. */
-function windowsSql(windows: readonly Window[], seq: string, resource: string, id: string, params: Parameters, upTo: boolean): string {
-  const terms = windows.map((w) => {
-    const [afterSeq, afterResource, afterId] = [params.add(String(w.after[0])), params.add(w.after[1]), params.add(w.after[2])];
-    const through = upTo ? ` AND ${seq} <= ${params.add(w.through)}::bigint` : '';
-    return `(university_id = ${params.add(w.universityId)}::uuid AND ${seq} >= ${afterSeq}::bigint${through}`
-      + ` AND (${seq}, ${resource}, ${id}) > (${afterSeq}::bigint, ${afterResource}::text, ${afterId}::uuid))`;
-  });
-  return terms.length === 1 ? terms[0] : `(${terms.join(' OR ')})`;
+/**
+ * One university's window: `(seq, resource, id)` after its position and, `upTo`, at most its last
+ * committed number. Each is given to its university's branch of the relation (scopedRelationSql):
+ * every branch tested every window before, and planning a page grew with the square of a
+ * consortium's members (150: 620 ms; 314: past the statement timeout, and PGlite's process ended).
+ */
+function windowSql(w: Window, seq: string, resource: string, params: Parameters, upTo: boolean): string {
+  const [afterSeq, afterResource, afterId] = [params.add(String(w.after[0])), params.add(w.after[1]), params.add(w.after[2])];
+  const through = upTo ? ` AND ${seq} <= ${params.add(w.through)}::bigint` : '';
+  return `${seq} >= ${afterSeq}::bigint${through} AND (${seq}, ${resource}, id) > (${afterSeq}::bigint, ${afterResource}::text, ${afterId}::uuid)`;
 }
+
+/** The windows' universities, one branch of `relation` each, cut to its window. */
+const windowedRelationSql = (relation: string, tenantColumn: string, windows: readonly Window[], params: Parameters, resource: string, created?: string) =>
+  scopedRelationSql(relation, tenantColumn, windows.map((w) => w.universityId), params, (_, i) => ({
+    where: windowSql(windows[i], 'change_seq', resource, params, true),
+    ...(created ? { columns: `CASE WHEN ${windowSql(windows[i], 'created_seq', resource, params, false)} THEN 'created' ELSE 'updated' END AS ${created}` } : {}),
+  }));
 
 /**
  * The entries of one resource's rows: each the row in its read shape (the registry's columns), as
@@ -130,11 +194,9 @@ function rowsSql(resource: FeedResource, windows: readonly Window[], limit: stri
   const read = resourcesByName.get(resource)!;
   const name = `${params.add(resource)}::text`;
   const row = rowJsonSql(wholeRowOutput(read), params);
-  const created = windowsSql(windows, 'created_seq', name, 'id', params, false);
-  const entry = `json_build_object('resource', ${name}, 'id', id, 'change', CASE WHEN ${created} THEN 'created' ELSE 'updated' END, 'row', ${row})`;
+  const entry = `json_build_object('resource', ${name}, 'id', id, 'change', pds_change, 'row', ${row})`;
   return `(SELECT change_seq AS seq, university_id, ${name} AS resource, id, ${entry}::text AS entry`
-    + ` FROM ${scopedRelationSql(read.relation, read.tenantColumn.name, windows.map((w) => w.universityId), params)}`
-    + ` WHERE ${windowsSql(windows, 'change_seq', name, 'id', params, true)}`
+    + ` FROM ${windowedRelationSql(read.relation, read.tenantColumn.name, windows, params, name, 'pds_change')}`
     + ` ORDER BY change_seq, university_id, id LIMIT ${limit})`;
 }
 
@@ -142,9 +204,8 @@ function rowsSql(resource: FeedResource, windows: readonly Window[], limit: stri
 function tombstonesSql(resources: readonly FeedResource[], windows: readonly Window[], limit: string, params: Parameters): string {
   const entry = `json_build_object('resource', resource, 'id', id, 'change', 'erased')`;
   return `(SELECT change_seq AS seq, university_id, resource, id, ${entry}::text AS entry`
-    + ` FROM ${scopedRelationSql('change_tombstones', 'university_id', windows.map((w) => w.universityId), params)}`
+    + ` FROM ${windowedRelationSql('change_tombstones', 'university_id', windows, params, 'resource')}`
     + ` WHERE resource = ANY(${params.add(arrayLiteral(resources))}::text[])`
-    + ` AND ${windowsSql(windows, 'change_seq', 'resource', 'id', params, true)}`
     + ` ORDER BY change_seq, university_id, resource, id LIMIT ${limit})`;
 }
 
