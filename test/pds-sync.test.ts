@@ -201,6 +201,39 @@ describe('pds-sync and a batch whose key is in use', () => {
   });
 });
 
+describe('pds-sync and a key held through other refusals', () => {
+  test('a held key is waited out through a 429 and a 503 in between, asked again after a growing back-off: a 429 ended the run', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pds-sync-held-'));
+    const inUse = JSON.stringify({ code: 'IDEMPOTENCY_KEY_IN_USE', message: 'still being processed', details: null, hint: null });
+    const answers: [number, string][] = [
+      [409, inUse], [429, '{"code":"RATE_LIMITED","message":"Too many writes.","details":null,"hint":null}'], [409, inUse],
+      [503, '{"code":"DATABASE_UNAVAILABLE","message":"restarting","details":null,"hint":null}'], [409, inUse], [409, inUse],
+    ];
+    const proxy = new Proxy(null);
+    proxy.script = (n, _req, res) => {
+      const [status, body] = answers[n - 1] ?? [200, JSON.stringify({
+        counts: { created: 1, updated: 0, unchanged: 0, rejected: 0 }, dropped_fields: [], results: [{ email: 'a@example.edu', status: 'created' }],
+      })];
+      res.writeHead(status, { 'content-type': 'application/json', ...(status === 200 ? {} : { 'retry-after': '0' }) }).end(body);
+      return true;
+    };
+    const url = await proxy.start();
+    try {
+      await writeFile(join(dir, 'students.csv'), csv([['email', 'first_name', 'last_name', 'cohort_name', 'is_alumni'], ['a@example.edu', 'Ada', 'Lovelace', 'cs', 'false']]));
+      const run = await runSync(['--url', url, '--students', 'students.csv', '--max-attempts', '2', '--retry-base-ms', '40'], { cwd: dir, env: { PDS_TOKEN: 'pds_not_checked' } });
+      assert.equal(run.code, 0, run.stdout + run.stderr);
+      assert.deepEqual(summaryOf(run.stdout, 'students'), { created: 1, updated: 0, unchanged: 0, rejected: 0 });
+      const seen = proxy.seen;
+      assert.deepEqual(seen.map((s) => s.status), [...answers.map(([status]) => status), 200]);
+      // After the key's fourth refusal as held, the next ask waited at least half its step, 40 ms × 2³.
+      assert.ok(seen[6].at - seen[5].at >= 160, `the ask after the fourth held-key refusal came ${seen[6].at - seen[5].at} ms after it`);
+    } finally {
+      await proxy.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('pds-sync and rows that lost a race', () => {
   test('rows answered CONCURRENT_WRITE are sent again, on their own and under keys of their own, until decided or the attempts run out', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'pds-sync-raced-'));

@@ -128,6 +128,7 @@ export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRe
     ...(prefer ? { prefer } : {}),
   };
   let inUseSince: number | null = null;
+  let heldPolls = 0;
   for (let attempt = 1; ; attempt++) {
     let reason: string;
     let retryAfter: number | null = null;
@@ -154,14 +155,20 @@ export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRe
       reason = (error as Error).name === 'TimeoutError' ? `no answer within ${policy.timeoutMs} ms` : `no answer (${cause ?? (error as Error).message})`;
     }
     // A key in use is held by this batch sent before, by a process (or service) that may have
-    // died: the service frees it when its lease ends, so those refusals are retried until then,
-    // whatever the attempts.
-    inUseSince = keyInUse ? inUseSince ?? Date.now() : null;
+    // died: the service frees it when its lease ends, so the batch is retried until then, whatever
+    // the attempts, through the other refusals on the way (a restart's 503, a 429): only an
+    // answer ends the wait. Cleared by a 429, the wait ended the run at the next refusal.
+    if (keyInUse) inUseSince ??= Date.now();
     const leaseRunning = inUseSince !== null && Date.now() - inUseSince < LIMITS.idempotencyLeaseSeconds * 1000;
     if (attempt >= policy.maxAttempts && !leaseRunning) {
       throw new SyncRequestError(`${method} ${url.pathname} failed after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${reason}`);
     }
-    const delayMs = backoffMs(Math.min(attempt, policy.maxAttempts), policy, retryAfter);
+    // A held key is asked again after a back-off of its own, at least its Retry-After (1 s): every
+    // ask counts against the token's write limit, and once a second through a 60 s lease took
+    // the default limit's 60 writes a minute, and the 429 that followed ended the run.
+    const delayMs = keyInUse
+      ? Math.max(backoffMs(++heldPolls, policy, null), retryAfter ?? 0)
+      : backoffMs(Math.min(attempt, policy.maxAttempts), policy, retryAfter);
     onRetry({ attempt: attempt + 1, maxAttempts: policy.maxAttempts, reason, delayMs });
     await sleep(delayMs);
   }
