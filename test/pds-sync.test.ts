@@ -120,6 +120,24 @@ describe('pds-sync pure parts', () => {
     ]) assert.notEqual(other, key);
   });
 
+  test('CSV columns: a header names its field whatever its case and word separators; two naming one field are refused; rows of empty cells are skipped', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pds-sync-columns-'));
+    try {
+      const path = join(dir, 'students.csv');
+      await writeFile(path, ['EMAIL,First Name,last-name,Cohort_Name,is_alumni,Phone', 'a@example.edu,Ada,Lovelace,cs,no,+441632960000', ',,,,,', ' , ,,,, ', 'b@example.edu,Bo,Li,cs,yes,'].join('\r\n'));
+      const { rows } = await readInputFile('students', path, { mapping: {}, needed: ['email', 'first_name', 'last_name', 'cohort_name', 'is_alumni'], emptyAsNull: false });
+      assert.deepEqual(rows.map((r) => r.line), [2, 5]);
+      assert.deepEqual(rows[0].body, { email: 'a@example.edu', first_name: 'Ada', last_name: 'Lovelace', cohort_name: 'cs', is_alumni: false, phone: '+441632960000' });
+      await writeFile(path, ['email,phone,Phone', 'a@example.edu,+441632960000,'].join('\n'));
+      await assert.rejects(readInputFile('students', path, { mapping: {}, needed: ['email'], emptyAsNull: false }),
+        /students\.csv: the columns "phone" and "Phone" both name students\.phone; map the one to send/);
+      const mapped = await readInputFile('students', path, { mapping: { phone: 'Phone' }, needed: ['email'], emptyAsNull: true });
+      assert.deepEqual(mapped.rows[0].body, { email: 'a@example.edu', phone: null });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   test('CSV rows: the line each record starts on (CRLF, blank lines, quoted line breaks) and values by field kind', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'pds-sync-csv-'));
     try {
@@ -418,6 +436,13 @@ describe('pds-sync: bad input is refused before anything is sent', { concurrency
       assert.equal(proxy.seen.length, 0, 'a request was sent');
     });
   }
+
+  test('a run stopped by bad input leaves its report with the header alone: an earlier night\'s rejections never stay', async () => {
+    await writeFile(join(dir, 'old-rejects.csv'), 'resource,file,line,status,code,message,notes\nstudents,students.csv,7,rejected,INVALID_EMAIL,yesterday,\n');
+    const run = await runSync(['--url', url, '--students', 'ragged.csv', '--reject-report', 'old-rejects.csv'], { cwd: dir, env });
+    assert.equal(run.code, 1, run.stdout + run.stderr);
+    assert.equal(await readFile(join(dir, 'old-rejects.csv'), 'utf8'), 'resource,file,line,status,code,message,notes\n');
+  });
 
   test('the same configuration without the bad flags is good input: it reaches the service', async () => {
     const other = new Proxy(null);

@@ -50,8 +50,16 @@ const CONVERT: Record<FieldKind, (cell: string) => unknown> = {
 };
 
 /**
- * Which column feeds each field: the mapping's, else a column named like the field. A mapped
- * column the file lacks, or a field the mode needs with no column, is an input error.
+ * The field a column header names: the same but for case and the `_`, `-` or spaces between its
+ * words (`Display Name`, `display-name`, `Display_Name`). An exact match only left a PATCH's
+ * `Phone` column unsent, every row answered unchanged and the run said all was well.
+ */
+const fieldNamed = (header: string) => header.toLowerCase().replace(/[\s_-]+/g, '_');
+
+/**
+ * Which column feeds each field: the mapping's, else the column named like the field. A mapped
+ * column the file lacks, two columns named like one field, or a field the mode needs with no
+ * column, is an input error.
  */
 function resolveColumns(resource: WritableResource, path: string, header: readonly string[], mapping: ColumnMapping, needed: readonly string[]): Map<string, string> {
   const shape = WRITE_SHAPES[resource];
@@ -61,7 +69,12 @@ function resolveColumns(resource: WritableResource, path: string, header: readon
     if (mapped !== undefined && !header.includes(mapped)) {
       throw new SyncInputError(`${path}: the column "${mapped}" mapped to ${resource}.${field} is not in the file's header (${header.join(', ')}).`);
     }
-    const column = mapped ?? (header.includes(field) ? field : undefined);
+    const named = header.filter((column) => fieldNamed(column) === field);
+    if (mapped === undefined && named.length > 1) {
+      throw new SyncInputError(`${path}: the columns ${named.map((column) => `"${column}"`).join(' and ')} both name ${resource}.${field}; `
+        + `map the one to send (--map ${resource}.${field}=<column>).`);
+    }
+    const column = mapped ?? named[0];
     if (column !== undefined) columns.set(field, column);
   }
   const missing = needed.filter((field) => !columns.has(field));
@@ -129,7 +142,8 @@ interface ParsedRecord {
 /** Every record, the header first; a malformed file (an unclosed quote, a line with too many or too few cells) is an input error. */
 function parseCsv(path: string, text: string): ParsedRecord[] {
   try {
-    return parse(text, { info: true, bom: true, trim: true, skip_empty_lines: true }) as unknown as ParsedRecord[];
+    // A record of empty cells alone is skipped like an empty line: Excel writes `,,,,` for a formatted empty row.
+    return parse(text, { info: true, bom: true, trim: true, skip_empty_lines: true, skip_records_with_empty_values: true }) as unknown as ParsedRecord[];
   } catch (error) {
     throw new SyncInputError(`${path}: ${(error as Error).message}.`);
   }

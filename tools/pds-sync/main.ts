@@ -17,7 +17,7 @@ import { type InputFile, type InputRow, readInputFile } from './csv-input.ts';
 import { SyncInputError, SyncRequestError } from './errors.ts';
 import { type Flags, type SyncPlan, declareOptions, neededFields, resolvePlan } from './options.ts';
 import { BarProgress, LineProgress, type Progress } from './progress.ts';
-import { type Reported, type Tally, emptyTally, prepareRejectReport, summaryTable, writeRejectReport } from './report.ts';
+import { type Reported, type Tally, emptyTally, startRejectReport, summaryTable, writeRejectReport } from './report.ts';
 
 /** The process's exit status. */
 export const EXIT = {
@@ -146,11 +146,11 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
   let files: InputFile[];
   try {
     plan = await resolvePlan(program.opts<Flags>(), env);
+    await startRejectReport(plan.rejectReport, [...plan.inputs.values()].map(({ path }) => path));
     const ordered = [...plan.inputs].sort(([a], [b]) => SYNC_ORDER[a] - SYNC_ORDER[b]);
     files = await Promise.all(ordered.map(([resource, { path, mapping }]) =>
       readInputFile(resource, path, { mapping, needed: neededFields(resource, plan.mode), emptyAsNull: plan.emptyAsNull })));
     for (const file of files) checkBatchBytes(file, plan.batchSize);
-    await prepareRejectReport(plan.rejectReport, files.map((file) => file.path));
   } catch (error) {
     if (!(error instanceof SyncInputError)) throw error;
     err.write(`pds-sync: ${error.message}\n(nothing was sent)\n`);

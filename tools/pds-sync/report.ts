@@ -3,7 +3,7 @@
  * rejected, or applied with notes, where it came from, what the service said, and the row as it
  * was read) and the summary table.
  */
-import { mkdir, open, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import type { WritableResource } from '../../src/resources/write-shapes.ts';
@@ -39,15 +39,16 @@ export async function writeRejectReport(path: string, files: readonly InputFile[
 }
 
 /**
- * Checks before anything is sent that the report can be written: not over one of the sync's
- * input files, its folder made, the file opened for writing and left as it is. A sync that wrote
- * rows and could not report them would leave no account of its rejections.
+ * Starts the report before the input is read: not over one of the sync's input files, its folder
+ * made, and the file rewritten with the report's own columns alone. A sync that wrote rows and
+ * could not report them would leave no account of its rejections, and a run stopped by bad input
+ * left an earlier night's rejections in place, as if they were its own.
  */
-export async function prepareRejectReport(path: string, inputs: readonly string[]): Promise<void> {
+export async function startRejectReport(path: string, inputs: readonly string[]): Promise<void> {
   if (inputs.some((input) => resolve(input) === resolve(path))) throw new SyncInputError(`the reject report ${path} would overwrite an input file`);
   try {
     await mkdir(dirname(path), { recursive: true });
-    await (await open(path, 'a')).close();
+    await writeFile(path, stringify([[...REPORT_COLUMNS]]));
   } catch (error) {
     throw new SyncInputError(`cannot write the reject report ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
