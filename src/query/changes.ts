@@ -167,65 +167,47 @@ interface Window {
   readonly through: string;
 }
 
-/**
- * One university's window: `(seq, resource, id)` after its position and, `upTo`, at most its last
- * committed number. Each is given to its university's branch of the relation (scopedRelationSql):
- * every branch tested every window before, and planning a page grew with the square of a
- * consortium's members (150: 620 ms; 314: past the statement timeout, and PGlite's process ended).
- */
-function windowSql(w: Window, seq: string, resource: string, params: Parameters, upTo: boolean): string {
-  const [afterSeq, afterResource, afterId] = [params.add(String(w.after[0])), params.add(w.after[1]), params.add(w.after[2])];
-  const through = upTo ? ` AND ${seq} <= ${params.add(w.through)}::bigint` : '';
-  return `${seq} >= ${afterSeq}::bigint${through} AND (${seq}, ${resource}, id) > (${afterSeq}::bigint, ${afterResource}::text, ${afterId}::uuid)`;
+/** A statement's text and parameters. */
+interface Statement {
+  readonly text: string;
+  readonly params: readonly string[];
 }
-
-/** The windows' universities, one branch of `relation` each, cut to its window. */
-const windowedRelationSql = (relation: string, tenantColumn: string, windows: readonly Window[], params: Parameters, resource: string, created?: string) =>
-  scopedRelationSql(relation, tenantColumn, windows.map((w) => w.universityId), params, (_, i) => ({
-    where: windowSql(windows[i], 'change_seq', resource, params, true),
-    ...(created ? { columns: `CASE WHEN ${windowSql(windows[i], 'created_seq', resource, params, false)} THEN 'created' ELSE 'updated' END AS ${created}` } : {}),
-  }));
 
 /**
- * The entries of one resource's rows: each the row in its read shape (the registry's columns), as
- * `created` when the row was created after the reader's position, `updated` otherwise.
+ * One university's entries after its position, up to its last committed number, in feed order,
+ * at most `limit`: each resource's rows in their read shape (`created` when the row was created
+ * after the position, `updated` otherwise) and the tombstones of erased rows (the resource and
+ * the id, nothing else). One university's statement: on Citus, one task on its shard.
  */
-function rowsSql(resource: FeedResource, windows: readonly Window[], limit: string, params: Parameters): string {
-  const read = resourcesByName.get(resource)!;
-  const name = `${params.add(resource)}::text`;
-  const row = rowJsonSql(wholeRowOutput(read), params);
-  const entry = `json_build_object('resource', ${name}, 'id', id, 'change', pds_change, 'row', ${row})`;
-  return `(SELECT change_seq AS seq, university_id, ${name} AS resource, id, ${entry}::text AS entry`
-    + ` FROM ${windowedRelationSql(read.relation, read.tenantColumn.name, windows, params, name, 'pds_change')}`
-    + ` ORDER BY change_seq, university_id, id LIMIT ${limit})`;
-}
-
-/** The tombstones of erased rows: the resource and the id, nothing else. */
-function tombstonesSql(resources: readonly FeedResource[], windows: readonly Window[], limit: string, params: Parameters): string {
-  const entry = `json_build_object('resource', resource, 'id', id, 'change', 'erased')`;
-  return `(SELECT change_seq AS seq, university_id, resource, id, ${entry}::text AS entry`
-    + ` FROM ${windowedRelationSql('change_tombstones', 'university_id', windows, params, 'resource')}`
-    + ` WHERE resource = ANY(${params.add(arrayLiteral(resources))}::text[])`
-    + ` ORDER BY change_seq, university_id, resource, id LIMIT ${limit})`;
-}
-
-/** The page's entries in feed order, one more than asked for so that has_more is known. */
-export function buildChangesStatement(feed: Feed, windows: readonly Window[], limit: number): { text: string; params: readonly string[] } {
+export function buildWindowStatement(feed: Feed, w: Window, limit: number): Statement {
   const params = new Parameters();
   const resources = feed === 'all' ? FEED_RESOURCES : [feed];
-  const oneMore = `${params.add(String(limit + 1))}::bigint`;
-  const parts = [...resources.map((r) => rowsSql(r, windows, oneMore, params)), tombstonesSql(resources, windows, oneMore, params)];
+  const most = `${params.add(String(limit))}::bigint`;
+  const [afterSeq, afterResource, afterId] = [`${params.add(String(w.after[0]))}::bigint`, `${params.add(w.after[1])}::text`, `${params.add(w.after[2])}::uuid`];
+  const after = (seq: string, resource: string) => `${seq} >= ${afterSeq} AND (${seq}, ${resource}, id) > (${afterSeq}, ${afterResource}, ${afterId})`;
+  const inWindow = (resource: string) => `${after('change_seq', resource)} AND change_seq <= ${params.add(w.through)}::bigint`;
+  const rows = resources.map((resource) => {
+    const read = resourcesByName.get(resource)!;
+    const name = `${params.add(resource)}::text`;
+    const entry = `json_build_object('resource', ${name}, 'id', id, 'change', CASE WHEN ${after('created_seq', name)} THEN 'created' ELSE 'updated' END,`
+      + ` 'row', ${rowJsonSql(wholeRowOutput(read), params)})`;
+    return `(SELECT change_seq AS seq, ${name} AS resource, id, ${entry}::text AS entry`
+      + ` FROM ${scopedRelationSql(read.relation, read.tenantColumn.name, [w.universityId], params)}`
+      + ` WHERE ${inWindow(name)} ORDER BY change_seq, id LIMIT ${most})`;
+  });
+  const tombstones = `(SELECT change_seq AS seq, resource, id, json_build_object('resource', resource, 'id', id, 'change', 'erased')::text AS entry`
+    + ` FROM change_tombstones WHERE university_id = ${params.add(w.universityId)}::uuid AND resource = ANY(${params.add(arrayLiteral(resources))}::text[])`
+    + ` AND ${inWindow('resource')} ORDER BY change_seq, resource, id LIMIT ${most})`;
   return {
     // Qualified: a bare `seq` would name the output column, text, and order 10 before 9.
-    text: `SELECT c.seq::text AS seq, c.university_id, c.resource, c.id, c.entry FROM (${parts.join(' UNION ALL ')}) c`
-      + ` ORDER BY c.seq, c.university_id, c.resource, c.id LIMIT ${oneMore}`,
+    text: `SELECT c.seq::text AS seq, c.resource, c.id, c.entry FROM (${[...rows, tombstones].join(' UNION ALL ')}) c`
+      + ` ORDER BY c.seq, c.resource, c.id LIMIT ${most}`,
     params: params.values,
   };
 }
 
 interface EntryRow {
   seq: string;
-  university_id: string;
   resource: string;
   id: string;
   entry: string;
@@ -241,52 +223,66 @@ async function committedThrough(tx: Queryable, universityIds: readonly string[])
 }
 
 /**
- * Whether this history holds the entry at each window's position: its row, changed at that number
+ * Whether this history holds the entry at the window's position: its row, changed at that number
  * or later, or its tombstone. A database restored from an earlier backup draws the numbers it had
  * given out again, so a cursor from before the restore is past its last change only until new
  * changes pass it; then it would skip them silently, and leave the partner holding rows the
  * restore took away. Its last entry, though, is not in the restored history (or not at a number
- * that high). One statement per place a position can be, per university, each on its shard on Citus.
+ * that high).
  */
-async function holdsPositions(tx: Queryable, windows: readonly Window[]): Promise<boolean> {
-  const held = await Promise.all(windows.filter((w) => w.after !== START).map(async ({ universityId, after: [seq, resource, id] }) => {
-    const read = resourcesByName.get(resource)!;
-    const [row, tombstone] = [new Parameters(), new Parameters()];
-    const statements = [
-      [`SELECT 1 FROM ${scopedRelationSql(read.relation, read.tenantColumn.name, [universityId], row)}`
-        + ` WHERE id = ${row.add(id)}::uuid AND change_seq >= ${row.add(String(seq))}::bigint`, row],
-      [`SELECT 1 FROM change_tombstones WHERE university_id = ${tombstone.add(universityId)}::uuid AND resource = ${tombstone.add(resource)}`
-        + ` AND id = ${tombstone.add(id)}::uuid AND change_seq >= ${tombstone.add(String(seq))}::bigint`, tombstone],
-    ] as const;
-    const found = await Promise.all(statements.map(async ([text, params]) => (await tx.query(text, params.values)).length > 0));
-    return found.includes(true);
-  }));
-  return held.every(Boolean);
+async function holdsPosition(tx: Queryable, { universityId, after: [seq, resource, id] }: Window): Promise<boolean> {
+  const read = resourcesByName.get(resource)!;
+  const params = new Parameters();
+  const [university, entry, number] = [`${params.add(universityId)}::uuid`, `${params.add(id)}::uuid`, `${params.add(String(seq))}::bigint`];
+  const [{ held }] = await tx.query<{ held: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ${scopedRelationSql(read.relation, read.tenantColumn.name, [universityId], params)} WHERE id = ${entry} AND change_seq >= ${number})`
+    + ` OR EXISTS (SELECT 1 FROM change_tombstones WHERE university_id = ${university} AND resource = ${params.add(resource)} AND id = ${entry} AND change_seq >= ${number}) AS held`,
+    params.values);
+  return held;
 }
 
 /**
- * One page of the feed as the JSON body: `changes` in feed order, `next_cursor` to send as
- * `since` next time (the positions carried over for universities the page did not reach), and
- * `has_more`. Universities of the cursor outside the scope are dropped: their changes are not
- * the caller's to see.
+ * Universities whose windows are read at once, at most: a page reads them one after another in
+ * id order, first one, then twice as many each time while they fill less than the page, so that
+ * a member with a backlog is read alone and a consortium's quiet members in few round trips.
+ * One statement of all windows cost Citus a plan for each member's branch, past the statement
+ * timeout at 314 members (2–3 s at 200).
+ */
+const MOST_WINDOWS_AT_ONCE = 32;
+
+/**
+ * One page of the feed as the JSON body: `changes` in feed order (each university's in commit
+ * order, the universities in id order), `next_cursor` to send as `since` next time (the positions
+ * carried over for universities the page did not reach), and `has_more`. Universities of the
+ * cursor outside the scope are dropped: their changes are not the caller's to see. A position is
+ * checked against the history when its university is read.
  */
 export function readChanges(db: Database, scope: Scope, request: ChangesRequest): Promise<string> {
   const positions = request.since === null ? new Map<string, Position>() : decodeCursor(request.feed, request.since);
   if (scope.universityIds.length === 0) return Promise.resolve(changesBody(request.feed, [], {}, false));
   return db.asPartner(scope, async (tx) => {
     const through = await committedThrough(tx, scope.universityIds);
-    const windows = scope.universityIds.map((universityId) => ({ universityId, after: positions.get(universityId) ?? START, through: through.get(universityId)! }));
+    const windows = [...scope.universityIds].sort().map((universityId) => ({ universityId, after: positions.get(universityId) ?? START, through: through.get(universityId)! }));
     // Change numbers only grow, so a position past the last committed one was never given out:
     // kept, it would hide every change up to it.
     if (windows.some((w) => w.after[0] > Number(w.through))) throw apiError('INVALID_CURSOR', 'it holds a position past the last change');
-    if (!await holdsPositions(tx, windows)) throw apiError('INVALID_CURSOR', 'it holds a position this database never gave out (was it restored from a backup?)');
-    const statement = buildChangesStatement(request.feed, windows, request.limit);
-    const rows = await tx.query<EntryRow>(statement.text, statement.params);
-    const page = rows.slice(0, request.limit);
+    // One entry more than the page takes tells has_more.
+    const read: { universityId: string; row: EntryRow }[] = [];
+    for (let next = 0, atOnce = 1; next < windows.length && read.length <= request.limit; next += atOnce, atOnce = Math.min(2 * atOnce, MOST_WINDOWS_AT_ONCE)) {
+      const wanted = request.limit + 1 - read.length;
+      const answers = await Promise.all(windows.slice(next, next + atOnce).map(async (w) => {
+        const statement = buildWindowStatement(request.feed, w, wanted);
+        const [held, rows] = await Promise.all([w.after === START || holdsPosition(tx, w), tx.query<EntryRow>(statement.text, statement.params)]);
+        return { w, held, rows };
+      }));
+      if (answers.some(({ held }) => !held)) throw apiError('INVALID_CURSOR', 'it holds a position this database never gave out (was it restored from a backup?)');
+      for (const { w, rows } of answers) read.push(...rows.map((row) => ({ universityId: w.universityId, row })));
+    }
+    const page = read.slice(0, request.limit);
     const at: Record<string, Position> = {};
     for (const w of windows) if (w.after !== START) at[w.universityId] = w.after;
-    for (const row of page) at[row.university_id] = [Number(row.seq), row.resource, row.id];
-    return changesBody(request.feed, page.map((r) => r.entry), at, rows.length > request.limit);
+    for (const { universityId, row } of page) at[universityId] = [Number(row.seq), row.resource, row.id];
+    return changesBody(request.feed, page.map(({ row }) => row.entry), at, read.length > request.limit);
   }, { readOnly: true });
 }
 

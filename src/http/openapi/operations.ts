@@ -206,7 +206,7 @@ function changesOperation(feed: Feed): DocumentedOperation {
       operationId: feed === 'all' ? 'listChanges' : `list${rowSchemaName(resourcesByName.get(feed)!)}Changes`,
       tags: ['changes'],
       summary: `Changes to ${what} since a cursor`,
-      description: `What was created, updated and erased among the scope's ${what} since \`since\`, in commit order per university, `
+      description: `What was created, updated and erased among the scope's ${what} since \`since\`, in commit order per university (a consortium's members one after another, in id order), `
         + 'with the cursor for the next call. Each created or updated row appears once, as it is now; an erased row is a tombstone with '
         + 'its id alone. Replaying the feed from the start and applying every entry gives exactly what a full read shows. '
         + 'Call again with `next_cursor` while `has_more` is true, then store the cursor until the next sync: cursors do not expire, '
