@@ -187,68 +187,52 @@ describe('pds-sync pure parts', () => {
   });
 });
 
+/** The answer the service gives a batch of one student row, created. */
+const CREATED_ONE = JSON.stringify({
+  counts: { created: 1, updated: 0, unchanged: 0, rejected: 0 }, dropped_fields: [], results: [{ email: 'a@example.edu', status: 'created' }],
+});
+const IN_USE: [number, string] = [409, JSON.stringify({ code: 'IDEMPOTENCY_KEY_IN_USE', message: 'still being processed', details: null, hint: null })];
+
+/** Syncs one student row (`--max-attempts 2`) through a proxy that refuses it with `refusals` first, each with Retry-After: 0, then answers it. */
+async function syncOneRowAfter(refusals: readonly [number, string][], retryBaseMs: number) {
+  const dir = await mkdtemp(join(tmpdir(), 'pds-sync-refused-'));
+  const proxy = new Proxy(null);
+  proxy.script = (n, _req, res) => {
+    const [status, body] = refusals[n - 1] ?? [200, CREATED_ONE];
+    res.writeHead(status, { 'content-type': 'application/json', ...(status === 200 ? {} : { 'retry-after': '0' }) }).end(body);
+    return true;
+  };
+  const url = await proxy.start();
+  try {
+    await writeFile(join(dir, 'students.csv'), csv([['email', 'first_name', 'last_name', 'cohort_name', 'is_alumni'], ['a@example.edu', 'Ada', 'Lovelace', 'cs', 'false']]));
+    const run = await runSync(['--url', url, '--students', 'students.csv', '--max-attempts', '2', '--retry-base-ms', String(retryBaseMs)], { cwd: dir, env: { PDS_TOKEN: 'pds_not_checked' } });
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    assert.deepEqual(summaryOf(run.stdout, 'students'), { created: 1, updated: 0, unchanged: 0, rejected: 0 });
+    return proxy.seen;
+  } finally {
+    await proxy.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 // Each case is a process of its own and none reaches the service: they run side by side.
 describe('pds-sync and a batch whose key is in use', () => {
   test('409 IDEMPOTENCY_KEY_IN_USE is retried past --max-attempts while the key\'s lease may run: a crashed service\'s key is freed when it ends', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'pds-sync-in-use-'));
     // Four answers as a service gives while an earlier attempt's claim holds the key, then the batch's.
-    const proxy = new Proxy(null);
-    proxy.script = (n, _req, res) => {
-      if (n <= 4) {
-        res.writeHead(409, { 'content-type': 'application/json', 'retry-after': '0' })
-          .end(JSON.stringify({ code: 'IDEMPOTENCY_KEY_IN_USE', message: 'still being processed', details: null, hint: null }));
-      } else {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
-          counts: { created: 1, updated: 0, unchanged: 0, rejected: 0 }, dropped_fields: [], results: [{ email: 'a@example.edu', status: 'created' }],
-        }));
-      }
-      return true;
-    };
-    const url = await proxy.start();
-    try {
-      await writeFile(join(dir, 'students.csv'), csv([['email', 'first_name', 'last_name', 'cohort_name', 'is_alumni'], ['a@example.edu', 'Ada', 'Lovelace', 'cs', 'false']]));
-      const run = await runSync(['--url', url, '--students', 'students.csv', '--max-attempts', '2', '--retry-base-ms', '1'], { cwd: dir, env: { PDS_TOKEN: 'pds_not_checked' } });
-      assert.equal(run.code, 0, run.stdout + run.stderr);
-      assert.deepEqual(summaryOf(run.stdout, 'students'), { created: 1, updated: 0, unchanged: 0, rejected: 0 });
-      assert.equal(proxy.seen.length, 5);
-      assert.equal(new Set(proxy.seen.map((s) => s.key)).size, 1, 'every attempt carries the batch\'s one key');
-    } finally {
-      await proxy.close();
-      await rm(dir, { recursive: true, force: true });
-    }
+    const seen = await syncOneRowAfter([IN_USE, IN_USE, IN_USE, IN_USE], 1);
+    assert.equal(seen.length, 5);
+    assert.equal(new Set(seen.map((s) => s.key)).size, 1, 'every attempt carries the batch\'s one key');
   });
-});
 
-describe('pds-sync and a key held through other refusals', () => {
   test('a held key is waited out through a 429 and a 503 in between, asked again after a growing back-off: a 429 ended the run', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'pds-sync-held-'));
-    const inUse = JSON.stringify({ code: 'IDEMPOTENCY_KEY_IN_USE', message: 'still being processed', details: null, hint: null });
-    const answers: [number, string][] = [
-      [409, inUse], [429, '{"code":"RATE_LIMITED","message":"Too many writes.","details":null,"hint":null}'], [409, inUse],
-      [503, '{"code":"DATABASE_UNAVAILABLE","message":"restarting","details":null,"hint":null}'], [409, inUse], [409, inUse],
+    const refusals: [number, string][] = [
+      IN_USE, [429, '{"code":"RATE_LIMITED","message":"Too many writes.","details":null,"hint":null}'], IN_USE,
+      [503, '{"code":"DATABASE_UNAVAILABLE","message":"restarting","details":null,"hint":null}'], IN_USE, IN_USE,
     ];
-    const proxy = new Proxy(null);
-    proxy.script = (n, _req, res) => {
-      const [status, body] = answers[n - 1] ?? [200, JSON.stringify({
-        counts: { created: 1, updated: 0, unchanged: 0, rejected: 0 }, dropped_fields: [], results: [{ email: 'a@example.edu', status: 'created' }],
-      })];
-      res.writeHead(status, { 'content-type': 'application/json', ...(status === 200 ? {} : { 'retry-after': '0' }) }).end(body);
-      return true;
-    };
-    const url = await proxy.start();
-    try {
-      await writeFile(join(dir, 'students.csv'), csv([['email', 'first_name', 'last_name', 'cohort_name', 'is_alumni'], ['a@example.edu', 'Ada', 'Lovelace', 'cs', 'false']]));
-      const run = await runSync(['--url', url, '--students', 'students.csv', '--max-attempts', '2', '--retry-base-ms', '40'], { cwd: dir, env: { PDS_TOKEN: 'pds_not_checked' } });
-      assert.equal(run.code, 0, run.stdout + run.stderr);
-      assert.deepEqual(summaryOf(run.stdout, 'students'), { created: 1, updated: 0, unchanged: 0, rejected: 0 });
-      const seen = proxy.seen;
-      assert.deepEqual(seen.map((s) => s.status), [...answers.map(([status]) => status), 200]);
-      // After the key's fourth refusal as held, the next ask waited at least half its step, 40 ms × 2³.
-      assert.ok(seen[6].at - seen[5].at >= 160, `the ask after the fourth held-key refusal came ${seen[6].at - seen[5].at} ms after it`);
-    } finally {
-      await proxy.close();
-      await rm(dir, { recursive: true, force: true });
-    }
+    const seen = await syncOneRowAfter(refusals, 40);
+    assert.deepEqual(seen.map((s) => s.status), [...refusals.map(([status]) => status), 200]);
+    // After the key's fourth refusal as held, the next ask waited at least half its step, 40 ms × 2³.
+    assert.ok(seen[6].at - seen[5].at >= 160, `the ask after the fourth held-key refusal came ${seen[6].at - seen[5].at} ms after it`);
   });
 });
 
