@@ -16,7 +16,7 @@ import { openPostgresStore } from '../src/db/postgres-store.ts';
 import type { Store } from '../src/db/store.ts';
 import { buildApp } from '../src/http/app.ts';
 import { LIMITS } from '../src/limits.ts';
-import { CURSOR_UNIVERSITIES, decodeCursor, encodeCursor } from '../src/query/changes.ts';
+import { CURSOR_UNIVERSITIES, binaryCursor, decodeCursor, encodeCursor, jsonCursor } from '../src/query/changes.ts';
 import { ADMIN_KEY, Harness, storeBackends } from './support/harness.ts';
 import { DescriptionValidator } from './support/openapi.ts';
 
@@ -55,10 +55,11 @@ class Mirror {
   }
 }
 
-test(`a cursor holding ${CURSOR_UNIVERSITIES} universities' positions fits in the query string as \`since\`, and reads back as it was written`, () => {
+test(`a cursor holding ${CURSOR_UNIVERSITIES} universities' positions fits in the query string as \`since\` in the compact form, and reads back as it was written`, () => {
   const at = Object.fromEntries(Array.from({ length: CURSOR_UNIVERSITIES }, (_, i) =>
     [randomUUID(), [2 ** 40 + i, i % 2 === 0 ? 'students' : 'cohorts', randomUUID()] as const]));
   const cursor = encodeCursor('all', at);
+  assert.equal(cursor, binaryCursor('all', at), 'too long in the first form, it is given out in the compact one');
   assert.ok(`since=${cursor}`.length <= LIMITS.maxQueryStringBytes, String(cursor.length));
   assert.deepEqual(Object.fromEntries(decodeCursor('all', cursor)), at);
   assert.ok(`since=${encodeCursor('all', { ...at, [randomUUID()]: [1, 'students', randomUUID()] })}`.length > LIMITS.maxQueryStringBytes);
@@ -217,13 +218,13 @@ for (const backend of storeBackends()) {
       const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
       const { cursor } = await follow(northReader, null);
       const position = decodeCursor('all', cursor!).get(north)!;
-      const bytes = Buffer.from(cursor!, 'base64url');
+      const bytes = Buffer.from(binaryCursor('all', Object.fromEntries(decodeCursor('all', cursor!))), 'base64url');
       const withByte = (at: number, value: number) => Buffer.from(bytes.map((b, i) => (i === at ? value : b))).toString('base64url');
       const badCursors = [
-        // The form given out now, bytes: cut short, one byte more, another version, no such feed or resource, a university twice.
+        // The compact form, bytes: cut short, one byte more, another version, no such feed or resource, a university twice.
         bytes.subarray(0, bytes.length - 1).toString('base64url'), Buffer.concat([bytes, Buffer.of(0)]).toString('base64url'),
         withByte(0, 3), withByte(1, 9), withByte(2 + 16, 7), Buffer.concat([bytes, bytes.subarray(2)]).toString('base64url'),
-        // The first form, JSON, which is still read.
+        // The first form, JSON.
         'not a cursor!', 'e30', encode([1]), encode({ v: 2, feed: 'all', at: {} }), encode({ v: 1, feed: 'all', at: {}, extra: 1 }),
         encode({ v: 1, feed: 'all', at: { 'not-a-uuid': position } }), encode({ v: 1, feed: 'all', at: { [north]: [-1, 'students', north] } }),
         encode({ v: 1, feed: 'all', at: { [north]: [1.5, 'students', north] } }), encode({ v: 1, feed: 'all', at: { [north]: [1, 'resumes', north] } }),
@@ -277,14 +278,14 @@ for (const backend of storeBackends()) {
       assert.deepEqual([...decodeCursor('all', narrowed.next_cursor).keys()], [north]);
     });
 
-    test('a cursor in the first form (JSON), as partners keep one from before, reads on where the same cursor in the form given now does', async () => {
+    test('a cursor in the compact form reads on where the same positions in the first form (JSON), which every release reads, do', async () => {
       const { cursor } = await follow(consortiumReader, null);
-      const positions = Object.fromEntries(decodeCursor('all', cursor!));
-      const firstForm = Buffer.from(JSON.stringify({ v: 1, feed: 'all', at: positions })).toString('base64url');
-      await write(northWriter, 'PUT', 'students', [student('first-form', 'n-2025')]);
-      const [fromFirst, fromNow] = [await follow(consortiumReader, firstForm), await follow(consortiumReader, cursor)];
+      assert.equal(cursor, jsonCursor('all', Object.fromEntries(decodeCursor('all', cursor!))), 'a cursor that fits is given out in the first form');
+      const compact = binaryCursor('all', Object.fromEntries(decodeCursor('all', cursor!)));
+      await write(northWriter, 'PUT', 'students', [student('compact', 'n-2025')]);
+      const [fromFirst, fromCompact] = [await follow(consortiumReader, cursor), await follow(consortiumReader, compact)];
       assert.equal(fromFirst.entries.length, 2, 'the student and its cohort');
-      assert.deepEqual(fromFirst, fromNow);
+      assert.deepEqual(fromCompact, fromFirst);
     });
 
     test(`a consortium of ${CURSOR_UNIVERSITIES} members that all changed is given a cursor it can send back: 130 were refused 414`, async () => {

@@ -46,9 +46,10 @@ const FEEDS: readonly Feed[] = ['all', ...FEED_RESOURCES];
 const CURSOR_UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 
 /**
- * The first form of the cursor, base64url of this JSON, given out until migration 017's release
- * and still read: about 123 characters a university, so a consortium of 130 members was given a
- * cursor longer than the query string may be (16,384 bytes), which it then refused.
+ * The cursor's first form, base64url of this JSON, about 123 characters a university: given out
+ * while `since=` and it fit in the query string (16,384 bytes), so that every release reads
+ * what any gave out to those, during a rolling update and after a rollback; a consortium of 130
+ * members was given one longer, which the feed then refused.
  */
 const JSON_CURSOR_SCHEMA = Type.Object({
   v: Type.Literal(1),
@@ -59,9 +60,9 @@ const JSON_CURSOR_SCHEMA = Type.Object({
 }, { additionalProperties: false });
 
 /**
- * The cursor given out now, base64url of bytes: the version (2), the feed's index in FEEDS, then
- * per university its id, the resource's index in FEED_RESOURCES, the entry's id and the change
- * number, 39 bytes (52 characters): 300 members fit in the query string.
+ * The compact form, given out where the first does not fit: base64url of bytes, the version (2),
+ * the feed's index in FEEDS, then per university its id, the resource's index in FEED_RESOURCES,
+ * the entry's id and the change number, 39 bytes (52 characters a university).
  */
 const BINARY_CURSOR_VERSION = 2;
 const UUID_BYTES = 16;
@@ -82,7 +83,12 @@ const uuidOf = (bytes: Buffer): string => {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 };
 
-export function encodeCursor(feed: Feed, at: Readonly<Record<string, Position>>): string {
+/** The cursor in its first form (JSON_CURSOR_SCHEMA). */
+export const jsonCursor = (feed: Feed, at: Readonly<Record<string, Position>>): string =>
+  Buffer.from(JSON.stringify({ v: 1, feed, at })).toString('base64url');
+
+/** The cursor in its compact form. */
+export function binaryCursor(feed: Feed, at: Readonly<Record<string, Position>>): string {
   const positions = Object.entries(at);
   const bytes = Buffer.alloc(2 + positions.length * POSITION_BYTES);
   bytes[0] = BINARY_CURSOR_VERSION;
@@ -97,7 +103,13 @@ export function encodeCursor(feed: Feed, at: Readonly<Record<string, Position>>)
   return bytes.toString('base64url');
 }
 
-/** A cursor's bytes in the form given out now, or null when they are not one. */
+/** The cursor a page gives out: in its first form while that fits in the query string, else in the compact one. */
+export function encodeCursor(feed: Feed, at: Readonly<Record<string, Position>>): string {
+  const json = jsonCursor(feed, at);
+  return `since=${json}`.length <= LIMITS.maxQueryStringBytes ? json : binaryCursor(feed, at);
+}
+
+/** A cursor's bytes in the compact form, or null when they are not one. */
 function readBinaryCursor(bytes: Buffer): CursorContent | null {
   const feed = FEEDS[bytes[1]];
   if (bytes[0] !== BINARY_CURSOR_VERSION || feed === undefined || (bytes.length - 2) % POSITION_BYTES !== 0) return null;
@@ -112,7 +124,7 @@ function readBinaryCursor(bytes: Buffer): CursorContent | null {
   return { feed, at };
 }
 
-/** A cursor's bytes in the first form, JSON, or null when they are not one. */
+/** A cursor's bytes in the first form, or null when they are not one. */
 function readJsonCursor(bytes: Buffer): CursorContent | null {
   let content: unknown;
   try {
