@@ -16,7 +16,7 @@ import { openPostgresStore } from '../src/db/postgres-store.ts';
 import type { Store } from '../src/db/store.ts';
 import { buildApp } from '../src/http/app.ts';
 import { LIMITS } from '../src/limits.ts';
-import { CURSOR_UNIVERSITIES, binaryCursor, decodeCursor, encodeCursor, jsonCursor } from '../src/query/changes.ts';
+import { CURSOR_UNIVERSITIES, MOST_ENTRIES_AT_ONCE, binaryCursor, decodeCursor, encodeCursor, jsonCursor, windowsAtOnce } from '../src/query/changes.ts';
 import { ADMIN_KEY, Harness, storeBackends } from './support/harness.ts';
 import { DescriptionValidator } from './support/openapi.ts';
 
@@ -63,6 +63,16 @@ test(`a cursor holding ${CURSOR_UNIVERSITIES} universities' positions fits in th
   assert.ok(`since=${cursor}`.length <= LIMITS.maxQueryStringBytes, String(cursor.length));
   assert.deepEqual(Object.fromEntries(decodeCursor('all', cursor)), at);
   assert.ok(`since=${encodeCursor('all', { ...at, [randomUUID()]: [1, 'students', randomUUID()] })}`.length > LIMITS.maxQueryStringBytes);
+});
+
+test('a page reads universities one, then twice as many at once, but never asks them for more entries in all than a bound beyond its own', () => {
+  assert.deepEqual([1, 2, 4, 8, 16, 32, 64].map((growing) => windowsAtOnce(growing, 11)), [1, 2, 4, 8, 16, 32, 32]);
+  for (const wanted of [1, 11, 101, 501, 1_001, 5_001]) {
+    for (let growing = 1; growing <= 64; growing *= 2) {
+      const atOnce = windowsAtOnce(growing, wanted);
+      assert.ok(atOnce >= 1 && atOnce <= growing && (atOnce === 1 || atOnce * wanted <= MOST_ENTRIES_AT_ONCE), `${growing} growing, ${wanted} wanted: ${atOnce}`);
+    }
+  }
 });
 
 for (const backend of storeBackends()) {

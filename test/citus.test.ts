@@ -76,7 +76,9 @@ if (storeBackends().includes('citus')) {
 
     test("the change feed reads a consortium's members one statement each, each one task on its member's shard", async () => {
       for (const universityId of members) {
-        const window = { universityId, after: [-1, '', '00000000-0000-0000-0000-000000000000'] as const, through: '0' };
+        // A position of the member's, which the statement also checks the history for.
+        const [{ id, change_seq: seq }] = await h.sql<{ id: string; change_seq: string }>('select id, change_seq::text from students where university_id = $1 limit 1', [universityId]);
+        const window = { universityId, after: [Number(seq), 'students', id] as const, through: seq };
         assert.deepEqual(taskCounts(await explained(buildWindowStatement('all', window, 100))), [1], universityId);
       }
     });

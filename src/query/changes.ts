@@ -9,11 +9,11 @@
  * appears once; its position is (change number, resource, id), and the cursor holds, for each
  * university, the position of the last entry the reader was given.
  *
- * A page reads first each university's last committed change number, then the entries up to it.
- * Every number up to it had committed by the first statement, so the second sees all of them,
- * however Citus splits it into steps run at different moments: an entry can only leave that
- * window by changing again, to a number above it, where the next page finds it. Entries of a
- * transaction still running come after the window, and after every cursor a page gives out.
+ * A page reads first each university's last committed change number, then the entries up to it,
+ * a statement per university. Every number up to it had committed by the first statement, so the
+ * later ones see all of them, whenever they run: an entry can only leave that window by changing
+ * again, to a number above it, where the next page finds it. Entries of a transaction still
+ * running come after the window, and after every cursor a page gives out.
  */
 import { Type } from 'typebox';
 import { Value } from 'typebox/value';
@@ -186,10 +186,29 @@ interface Statement {
 }
 
 /**
- * One university's entries after its position, up to its last committed number, in feed order,
- * at most `limit`: each resource's rows in their read shape (`created` when the row was created
- * after the position, `updated` otherwise) and the tombstones of erased rows (the resource and
- * the id, nothing else). One university's statement: on Citus, one task on its shard.
+ * Whether this history holds the entry at the window's position: its row, changed at that number
+ * or later, or its tombstone. A database restored from an earlier backup draws the numbers it had
+ * given out again, so a cursor from before the restore is past its last change only until new
+ * changes pass it; then it would skip them silently, and leave the partner holding rows the
+ * restore took away. Its last entry, though, is not in the restored history (or not at a number
+ * that high). From the start there is no position to hold.
+ */
+function heldSql(w: Window, params: Parameters): string {
+  if (w.after === START) return 'true';
+  const { universityId, after: [seq, resource, id] } = w;
+  const read = resourcesByName.get(resource)!;
+  const [entry, number] = [`${params.add(id)}::uuid`, `${params.add(String(seq))}::bigint`];
+  return `EXISTS (SELECT 1 FROM ${scopedRelationSql(read.relation, read.tenantColumn.name, [universityId], params)} WHERE id = ${entry} AND change_seq >= ${number})`
+    + ` OR EXISTS (SELECT 1 FROM change_tombstones WHERE university_id = ${params.add(universityId)}::uuid AND resource = ${params.add(resource)}`
+    + ` AND id = ${entry} AND change_seq >= ${number})`;
+}
+
+/**
+ * Whether the history holds one university's position (heldSql), and its entries after it, up to
+ * its last committed number, in feed order, at most `limit`: each resource's rows in their read
+ * shape (`created` when the row was created after the position, `updated` otherwise) and the
+ * tombstones of erased rows (the resource and the id, nothing else). A row with no entry, null,
+ * when there is none. One university's statement: on Citus, one task on its shard.
  */
 export function buildWindowStatement(feed: Feed, w: Window, limit: number): Statement {
   const params = new Parameters();
@@ -212,11 +231,15 @@ export function buildWindowStatement(feed: Feed, w: Window, limit: number): Stat
     + ` AND ${inWindow('resource')} ORDER BY change_seq, resource, id LIMIT ${most})`;
   return {
     // Qualified: a bare `seq` would name the output column, text, and order 10 before 9.
-    text: `SELECT c.seq::text AS seq, c.resource, c.id, c.entry FROM (${[...rows, tombstones].join(' UNION ALL ')}) c`
-      + ` ORDER BY c.seq, c.resource, c.id LIMIT ${most}`,
+    text: `SELECT h.held, c.seq::text AS seq, c.resource, c.id, c.entry FROM (SELECT ${heldSql(w, params)} AS held) h`
+      + ` LEFT JOIN (SELECT * FROM (${[...rows, tombstones].join(' UNION ALL ')}) u ORDER BY u.seq, u.resource, u.id LIMIT ${most}) c ON true`
+      + ' ORDER BY c.seq, c.resource, c.id',
     params: params.values,
   };
 }
+
+/** A row of buildWindowStatement: every one says whether the position is held; the entry is null where there is none. */
+type WindowRow = { held: boolean } & ({ seq: string; resource: string; id: string; entry: string } | { seq: null; resource: null; id: null; entry: null });
 
 interface EntryRow {
   seq: string;
@@ -235,32 +258,23 @@ async function committedThrough(tx: Queryable, universityIds: readonly string[])
 }
 
 /**
- * Whether this history holds the entry at the window's position: its row, changed at that number
- * or later, or its tombstone. A database restored from an earlier backup draws the numbers it had
- * given out again, so a cursor from before the restore is past its last change only until new
- * changes pass it; then it would skip them silently, and leave the partner holding rows the
- * restore took away. Its last entry, though, is not in the restored history (or not at a number
- * that high).
- */
-async function holdsPosition(tx: Queryable, { universityId, after: [seq, resource, id] }: Window): Promise<boolean> {
-  const read = resourcesByName.get(resource)!;
-  const params = new Parameters();
-  const [university, entry, number] = [`${params.add(universityId)}::uuid`, `${params.add(id)}::uuid`, `${params.add(String(seq))}::bigint`];
-  const [{ held }] = await tx.query<{ held: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM ${scopedRelationSql(read.relation, read.tenantColumn.name, [universityId], params)} WHERE id = ${entry} AND change_seq >= ${number})`
-    + ` OR EXISTS (SELECT 1 FROM change_tombstones WHERE university_id = ${university} AND resource = ${params.add(resource)} AND id = ${entry} AND change_seq >= ${number}) AS held`,
-    params.values);
-  return held;
-}
-
-/**
  * Universities whose windows are read at once, at most: a page reads them one after another in
  * id order, first one, then twice as many each time while they fill less than the page, so that
- * a member with a backlog is read alone and a consortium's quiet members in few round trips.
- * One statement of all windows cost Citus a plan for each member's branch, past the statement
- * timeout at 314 members (2–3 s at 200).
+ * a consortium's quiet members take few round trips. One statement of all windows cost Citus a
+ * plan for each member's branch, past the statement timeout at 314 members (2–3 s at 200).
  */
 const MOST_WINDOWS_AT_ONCE = 32;
+
+/**
+ * Entries the windows read at once may be asked for in all: each is asked for all the page still
+ * wants, since any may fill it, and a group of 32 members with backlogs built 6,526 rows for a
+ * page of 200. So a page builds at most this many rows beyond its own.
+ */
+export const MOST_ENTRIES_AT_ONCE = 2_000;
+
+/** How many windows a page reads at once: `growing` (1, 2, 4… up to 32), fewer when each is asked for many entries, at least one. */
+export const windowsAtOnce = (growing: number, wanted: number): number =>
+  Math.max(1, Math.min(growing, MOST_WINDOWS_AT_ONCE, Math.floor(MOST_ENTRIES_AT_ONCE / wanted)));
 
 /**
  * One page of the feed as the JSON body: `changes` in feed order (each university's in commit
@@ -280,12 +294,14 @@ export function readChanges(db: Database, scope: Scope, request: ChangesRequest)
     if (windows.some((w) => w.after[0] > Number(w.through))) throw apiError('INVALID_CURSOR', 'it holds a position past the last change');
     // One entry more than the page takes tells has_more.
     const read: { universityId: string; row: EntryRow }[] = [];
-    for (let next = 0, atOnce = 1; next < windows.length && read.length <= request.limit; next += atOnce, atOnce = Math.min(2 * atOnce, MOST_WINDOWS_AT_ONCE)) {
+    for (let next = 0, atOnce = 1; next < windows.length && read.length <= request.limit; atOnce *= 2) {
       const wanted = request.limit + 1 - read.length;
-      const answers = await Promise.all(windows.slice(next, next + atOnce).map(async (w) => {
+      const group = windows.slice(next, next + windowsAtOnce(atOnce, wanted));
+      next += group.length;
+      const answers = await Promise.all(group.map(async (w) => {
         const statement = buildWindowStatement(request.feed, w, wanted);
-        const [held, rows] = await Promise.all([w.after === START || holdsPosition(tx, w), tx.query<EntryRow>(statement.text, statement.params)]);
-        return { w, held, rows };
+        const rows = await tx.query<WindowRow>(statement.text, statement.params);
+        return { w, held: rows[0].held, rows: rows.filter((row): row is WindowRow & EntryRow => row.seq !== null) };
       }));
       if (answers.some(({ held }) => !held)) throw apiError('INVALID_CURSOR', 'it holds a position this database never gave out (was it restored from a backup?)');
       for (const { w, rows } of answers) read.push(...rows.map((row) => ({ universityId: w.universityId, row })));
