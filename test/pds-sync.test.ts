@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { type IncomingMessage, type Server, type ServerResponse, createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -120,19 +120,21 @@ describe('pds-sync pure parts', () => {
     ]) assert.notEqual(other, key);
   });
 
-  test('CSV columns: a header names its field whatever its case and word separators; two naming one field are refused; rows of empty cells are skipped', async () => {
+  test('CSV columns: a needed field is fed by a column named like it whatever its case and word separators; an optional one only by its exact name, the other told; rows of empty cells are skipped', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'pds-sync-columns-'));
     try {
       const path = join(dir, 'students.csv');
+      const needed = ['email', 'first_name', 'last_name', 'cohort_name', 'is_alumni'];
       await writeFile(path, ['EMAIL,First Name,last-name,Cohort_Name,is_alumni,Phone', 'a@example.edu,Ada,Lovelace,cs,no,+441632960000', ',,,,,', ' , ,,,, ', 'b@example.edu,Bo,Li,cs,yes,'].join('\r\n'));
-      const { rows } = await readInputFile('students', path, { mapping: {}, needed: ['email', 'first_name', 'last_name', 'cohort_name', 'is_alumni'], emptyAsNull: false });
-      assert.deepEqual(rows.map((r) => r.line), [2, 5]);
-      assert.deepEqual(rows[0].body, { email: 'a@example.edu', first_name: 'Ada', last_name: 'Lovelace', cohort_name: 'cs', is_alumni: false, phone: '+441632960000' });
-      await writeFile(path, ['email,phone,Phone', 'a@example.edu,+441632960000,'].join('\n'));
+      const read = await readInputFile('students', path, { mapping: {}, needed, emptyAsNull: false });
+      assert.deepEqual(read.rows.map((r) => r.line), [2, 5]);
+      assert.deepEqual(read.rows[0].body, { email: 'a@example.edu', first_name: 'Ada', last_name: 'Lovelace', cohort_name: 'cs', is_alumni: false });
+      assert.deepEqual(read.unsent, [`${path}: the column "Phone" is named like students.phone but does not feed it, so it is not sent; to send it, map it (--map students.phone=Phone).`]);
+      const mapped = await readInputFile('students', path, { mapping: { phone: 'Phone' }, needed, emptyAsNull: true });
+      assert.deepEqual([mapped.rows[0].body.phone, mapped.rows[1].body.phone, mapped.unsent], ['+441632960000', null, []]);
+      await writeFile(path, ['Email,EMAIL,phone', 'a@example.edu,a@example.edu,'].join('\n'));
       await assert.rejects(readInputFile('students', path, { mapping: {}, needed: ['email'], emptyAsNull: false }),
-        /students\.csv: the columns "phone" and "Phone" both name students\.phone; map the one to send/);
-      const mapped = await readInputFile('students', path, { mapping: { phone: 'Phone' }, needed: ['email'], emptyAsNull: true });
-      assert.deepEqual(mapped.rows[0].body, { email: 'a@example.edu', phone: null });
+        /students\.csv: the columns "Email" and "EMAIL" both name students\.email; map the one to send/);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -378,6 +380,7 @@ describe('pds-sync: bad input is refused before anything is sent', { concurrency
     await writeFile(join(dir, 'config.json'), JSON.stringify({ url, students: { file: 'students.csv', columns: { email: 'Email', first_name: 'First', last_name: 'Last', cohort_name: 'Cohort', is_alumni: 'Alumni' } } }));
     await writeFile(join(dir, 'bad-config.json'), JSON.stringify({ url, students: { file: 'students.csv', columns: { birthday: 'Born' } } }));
     await writeFile(join(dir, 'empty-token'), '\n');
+    await symlink('students.csv', join(dir, 'students-link.csv'));
     // Zoë Müller as a Latin-1 export writes her: read as UTF-8, each accent would be U+FFFD.
     await writeFile(join(dir, 'latin1.csv'), Buffer.from('email,first_name,last_name,cohort_name,is_alumni\nzoe@example.edu,Zo\xeb,M\xfcller,cs,false\n', 'latin1'));
     await writeFile(join(dir, 'long-cell.csv'), `email,first_name,last_name,cohort_name,is_alumni\na@example.edu,Ada,Lovelace,cs,false\nb@example.edu,${'B'.repeat(LIMITS.bodyBytes)},Lee,cs,false\n`);
@@ -410,6 +413,7 @@ describe('pds-sync: bad input is refused before anything is sent', { concurrency
     { name: 'no URL', args: () => ['--students', 'students.csv', ...mapped], message: /no service URL/ },
     { name: 'nothing to sync', args: () => ['--url', url], message: /nothing to sync/ },
     { name: 'a reject report over an input file', args: () => ['--config', 'config.json', '--reject-report', 'students.csv'], message: /the reject report students\.csv would overwrite an input file/ },
+    { name: 'a reject report over an input file through a link', args: () => ['--config', 'config.json', '--reject-report', 'students-link.csv'], message: /the reject report students-link\.csv would overwrite an input file/ },
     { name: 'a reject report that cannot be written', args: () => ['--config', 'config.json', '--reject-report', 'students.csv/rejects.csv'], message: /cannot write the reject report students\.csv\/rejects\.csv \((EEXIST|ENOTDIR)\)/ },
   ];
   for (const { name, args, env: extra, message } of cases) {

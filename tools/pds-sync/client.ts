@@ -129,6 +129,8 @@ export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRe
   };
   let inUseSince: number | null = null;
   let heldPolls = 0;
+  /** Attempts refused or unanswered, those refused because the key was held within its lease aside. */
+  let failures = 0;
   for (let attempt = 1; ; attempt++) {
     let reason: string;
     let retryAfter: number | null = null;
@@ -159,16 +161,17 @@ export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRe
     // the attempts, through the other refusals on the way (a restart's 503, a 429): only an
     // answer ends the wait. Cleared by a 429, the wait ended the run at the next refusal.
     if (keyInUse) inUseSince ??= Date.now();
-    const leaseRunning = inUseSince !== null && Date.now() - inUseSince < LIMITS.idempotencyLeaseSeconds * 1000;
-    if (attempt >= policy.maxAttempts && !leaseRunning) {
+    const leaseLeftMs = inUseSince === null ? 0 : inUseSince + LIMITS.idempotencyLeaseSeconds * 1000 - Date.now();
+    if (!keyInUse || leaseLeftMs <= 0) failures++;
+    if (failures >= policy.maxAttempts && leaseLeftMs <= 0) {
       throw new SyncRequestError(`${method} ${url.pathname} failed after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${reason}`);
     }
-    // A held key is asked again after a back-off of its own, at least its Retry-After (1 s): every
-    // ask counts against the token's write limit, and once a second through a 60 s lease took
-    // the default limit's 60 writes a minute, and the 429 that followed ended the run.
+    // A held key is asked again after a back-off of its own, at least its Retry-After (1 s), at
+    // most until just after the lease ends: every ask counts against the token's write limit, and
+    // once a second through a 60 s lease took the default limit's 60 writes a minute.
     const delayMs = keyInUse
-      ? Math.max(backoffMs(++heldPolls, policy, null), retryAfter ?? 0)
-      : backoffMs(Math.min(attempt, policy.maxAttempts), policy, retryAfter);
+      ? Math.max(retryAfter ?? 0, Math.min(backoffMs(++heldPolls, policy, null), leaseLeftMs + policy.baseDelayMs))
+      : backoffMs(Math.min(failures, policy.maxAttempts), policy, retryAfter);
     onRetry({ attempt: attempt + 1, maxAttempts: policy.maxAttempts, reason, delayMs });
     await sleep(delayMs);
   }

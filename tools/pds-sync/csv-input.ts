@@ -26,6 +26,8 @@ export interface InputFile {
   readonly path: string;
   readonly header: readonly string[];
   readonly rows: readonly InputRow[];
+  /** Columns named loosely like a field they do not feed (resolveColumns), to tell the user. */
+  readonly unsent: readonly string[];
 }
 
 /** The separator of a list field's entries in one cell (resume_template_names). */
@@ -49,40 +51,52 @@ const CONVERT: Record<FieldKind, (cell: string) => unknown> = {
   'text[]': (cell) => cell.split(LIST_SEPARATOR).map((entry) => entry.trim()).filter(Boolean),
 };
 
-/**
- * The field a column header names: the same but for case and the `_`, `-` or spaces between its
- * words (`Display Name`, `display-name`, `Display_Name`). An exact match only left a PATCH's
- * `Phone` column unsent, every row answered unchanged and the run said all was well.
- */
+/** The field a column header names loosely: the same but for case and the `_`, `-` or spaces between its words (`Cohort Name`). */
 const fieldNamed = (header: string) => header.toLowerCase().replace(/[\s_-]+/g, '_');
 
+interface Columns {
+  /** Field → the column that feeds it. */
+  readonly fed: Map<string, string>;
+  /** Columns named loosely like a field they do not feed, told as the run starts. */
+  readonly unsent: readonly string[];
+}
+
 /**
- * Which column feeds each field: the mapping's, else the column named like the field. A mapped
- * column the file lacks, two columns named like one field, or a field the mode needs with no
- * column, is an input error.
+ * Which column feeds each field: the mapping's, else the column named like the field, else, for a
+ * field the mode needs, the one column named so loosely. A mapped column the file lacks, two
+ * loose names for a needed field, or a needed field with no column, is an input error. A column
+ * loosely named like a field it does not feed is told, not sent: an exact match only left a
+ * PATCH's `Phone` column unsent while every row came back unchanged, and sending it would have
+ * changed what existing jobs write (a `Graduation Date` column left out on purpose).
  */
-function resolveColumns(resource: WritableResource, path: string, header: readonly string[], mapping: ColumnMapping, needed: readonly string[]): Map<string, string> {
+function resolveColumns(resource: WritableResource, path: string, header: readonly string[], mapping: ColumnMapping, needed: readonly string[]): Columns {
   const shape = WRITE_SHAPES[resource];
-  const columns = new Map<string, string>();
+  const fed = new Map<string, string>();
+  const unsent: string[] = [];
   for (const field of fieldNames(shape)) {
     const mapped = mapping[field];
     if (mapped !== undefined && !header.includes(mapped)) {
       throw new SyncInputError(`${path}: the column "${mapped}" mapped to ${resource}.${field} is not in the file's header (${header.join(', ')}).`);
     }
-    const named = header.filter((column) => fieldNamed(column) === field);
-    if (mapped === undefined && named.length > 1) {
-      throw new SyncInputError(`${path}: the columns ${named.map((column) => `"${column}"`).join(' and ')} both name ${resource}.${field}; `
+    const loose = header.filter((column) => column !== field && fieldNamed(column) === field);
+    const exact = mapped ?? (header.includes(field) ? field : undefined);
+    if (exact === undefined && needed.includes(field) && loose.length > 1) {
+      throw new SyncInputError(`${path}: the columns ${loose.map((column) => `"${column}"`).join(' and ')} both name ${resource}.${field}; `
         + `map the one to send (--map ${resource}.${field}=<column>).`);
     }
-    const column = mapped ?? named[0];
-    if (column !== undefined) columns.set(field, column);
+    const column = exact ?? (needed.includes(field) ? loose[0] : undefined);
+    if (column !== undefined) fed.set(field, column);
+    for (const other of loose.filter((c) => c !== column && !Object.values(mapping).includes(c))) {
+      unsent.push(`${path}: the column "${other}" is named like ${resource}.${field} but does not feed it, so it is not sent; `
+        + `to send it, map it (--map ${resource}.${field}=${other}).`);
+    }
   }
-  const missing = needed.filter((field) => !columns.has(field));
+  const missing = needed.filter((field) => !fed.has(field));
   if (missing.length > 0) {
     throw new SyncInputError(`${path}: no column for ${missing.map((f) => `${resource}.${f}`).join(', ')}, which this mode needs; `
       + `name a column after the field or map one (--map ${resource}.${missing[0]}=<column>).`);
   }
-  return columns;
+  return { fed, unsent };
 }
 
 export interface ReadOptions {
@@ -116,7 +130,7 @@ export async function readInputFile(resource: WritableResource, path: string, op
   const header = headerRecord.record;
   const repeated = header.find((name, i) => header.indexOf(name) !== i);
   if (repeated !== undefined) throw new SyncInputError(`${path}: the header names the column "${repeated}" twice.`);
-  const columns = resolveColumns(resource, path, header, options.mapping, options.needed);
+  const { fed: columns, unsent } = resolveColumns(resource, path, header, options.mapping, options.needed);
   const fieldsOf: Readonly<Record<string, WriteField>> = WRITE_SHAPES[resource].fields;
   const rows = records.map(({ record, info }): InputRow => {
     const fields = Object.fromEntries(header.map((name, i) => [name, record[i]]));
@@ -131,7 +145,7 @@ export async function readInputFile(resource: WritableResource, path: string, op
     const breaks = record.reduce((n, cell) => n + (cell.match(/\n/g)?.length ?? 0), 0);
     return { line: info.lines - breaks, fields, body };
   });
-  return { resource, path, header, rows };
+  return { resource, path, header, rows, unsent };
 }
 
 interface ParsedRecord {

@@ -163,6 +163,7 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
   const outcome: Outcome = { tallies: new Map(), reported: [], cohortsCreated: new Set() };
   let failure: SyncRequestError | null = null;
   progress.say(`Run ${plan.runId}: should it stop, the same command with --run-id ${plan.runId} continues it.`);
+  for (const notice of files.flatMap((file) => file.unsent)) progress.say(notice);
   if (plan.dryRun) progress.say('Dry run (Prefer: tx=rollback): the service answers what it would do and writes nothing.');
   // Stopped (Ctrl-C, a scheduler's time limit), it reports what the service answered so far, as a
   // refusal stops it; the batch in flight is answered again when the run is continued.

@@ -3,7 +3,7 @@
  * rejected, or applied with notes, where it came from, what the service said, and the row as it
  * was read) and the summary table.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import type { WritableResource } from '../../src/resources/write-shapes.ts';
@@ -38,6 +38,16 @@ export async function writeRejectReport(path: string, files: readonly InputFile[
   await writeFile(path, stringify([[...REPORT_COLUMNS, ...inputColumns.map(inputTitle)], ...records]));
 }
 
+/** Whether two paths name one file: through a link, or another spelling on a case-insensitive disk, too. */
+async function sameFile(a: string, b: string): Promise<boolean> {
+  try {
+    const [first, second] = await Promise.all([stat(a), stat(b)]);
+    return first.dev === second.dev && first.ino === second.ino;
+  } catch {
+    return resolve(a) === resolve(b);
+  }
+}
+
 /**
  * Starts the report before the input is read: not over one of the sync's input files, its folder
  * made, and the file rewritten with the report's own columns alone. A sync that wrote rows and
@@ -45,7 +55,7 @@ export async function writeRejectReport(path: string, files: readonly InputFile[
  * left an earlier night's rejections in place, as if they were its own.
  */
 export async function startRejectReport(path: string, inputs: readonly string[]): Promise<void> {
-  if (inputs.some((input) => resolve(input) === resolve(path))) throw new SyncInputError(`the reject report ${path} would overwrite an input file`);
+  if ((await Promise.all(inputs.map((input) => sameFile(input, path)))).includes(true)) throw new SyncInputError(`the reject report ${path} would overwrite an input file`);
   try {
     await mkdir(dirname(path), { recursive: true });
     await writeFile(path, stringify([[...REPORT_COLUMNS]]));
