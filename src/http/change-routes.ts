@@ -6,18 +6,16 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../db/database.ts';
-import { type Feed, parseChangesRequest, readChanges } from '../query/changes.ts';
+import { FEEDS, type Feed, parseChangesRequest, readChanges } from '../query/changes.ts';
 import { JSON_CONTENT_TYPE, requireJsonAccept } from '../query/media-types.ts';
 import { checkQueryStringLength } from '../query/query-string.ts';
 import { rawQueryString } from './read-routes.ts';
-import { FEED_RESOURCES, resourcesByName } from '../resources/registry.ts';
+import { resourcesByName } from '../resources/registry.ts';
 
 const CHANGES_PATH = 'changes';
 
 /** The URL of a feed under the partner prefix. */
 export const feedPath = (feed: Feed): string => (feed === 'all' ? `/${CHANGES_PATH}` : `/${CHANGES_PATH}/${feed}`);
-
-export const FEEDS: readonly Feed[] = ['all', ...FEED_RESOURCES];
 
 function feedHandler(db: Database, feed: Feed) {
   return async (request: FastifyRequest, reply: FastifyReply) => {

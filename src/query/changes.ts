@@ -36,8 +36,8 @@ type Position = readonly [seq: number, resource: string, id: string];
 /** Before every entry: below change number 0, which rows written before the feed existed carry. */
 const START: Position = [-1, '', '00000000-0000-0000-0000-000000000000'];
 
-/** The feeds, by the index a cursor names them with. */
-const FEEDS: readonly Feed[] = ['all', ...FEED_RESOURCES];
+/** Every feed, each served at its own path (src/http/change-routes.ts); a compact cursor names its feed by the index here. */
+export const FEEDS: readonly Feed[] = ['all', ...FEED_RESOURCES];
 
 /**
  * A uuid as the feed writes one, in lower case: a university's key in upper case was taken as

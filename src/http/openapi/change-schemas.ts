@@ -50,7 +50,7 @@ function pageSchema(resources: readonly FeedResource[]): JsonSchema {
     properties: {
       changes: {
         type: 'array',
-        description: 'In commit order per university. A row changed several times since the cursor appears once, as it is now.',
+        description: 'In commit order per university, a consortium\'s members one after another in id order. A row changed several times since the cursor appears once, as it is now.',
         items: { oneOf: [...resources.map((r) => schemaRef(changeSchemaName(r))), tombstoneSchema(resources)] },
       },
       next_cursor: { type: 'string', description: 'Send it as `since` on the next call of the same feed; keep it between runs. Opaque.' },

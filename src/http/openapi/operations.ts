@@ -5,12 +5,12 @@
  */
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { CHANGE_FEED_DEFAULTS, LIMITS } from '../../limits.ts';
-import type { Feed } from '../../query/changes.ts';
+import { CURSOR_UNIVERSITIES, FEEDS, type Feed } from '../../query/changes.ts';
 import { READ_MEDIA_TYPES, type ReadMediaType, STRIPPED_MEDIA_TYPES, mediaTypeName, mediaTypeWithParameters } from '../../query/media-types.ts';
 import { type Resource, resources, resourcesByName } from '../../resources/registry.ts';
 import { WRITABLE_RESOURCES, WRITE_SHAPES, type WritableResource } from '../../resources/write-shapes.ts';
 import { WRITE_MODES, type WriteMode } from '../../writes/batch.ts';
-import { FEEDS, feedPath } from '../change-routes.ts';
+import { feedPath } from '../change-routes.ts';
 import { ME_PATH } from '../me.ts';
 import { HEALTH_PATHS, OPENAPI_PATH, PARTNER_PREFIX } from '../prefixes.ts';
 import { RESPONSE_HEADERS } from '../response-headers.ts';
@@ -187,7 +187,8 @@ const ME_OPERATION: DocumentedOperation = {
 const FEED_PARAMETERS: OpenAPIV3_1.ParameterObject[] = [
   {
     name: 'since', in: 'query', required: false, schema: { type: 'string' },
-    description: 'The `next_cursor` of the previous page of the same feed, unchanged. Left out: from the start, every row as it is now.',
+    description: 'The `next_cursor` of the previous page of the same feed, unchanged. Left out: from the start, every row as it is now. '
+      + `A consortium's cursor holds a position for each member that changed: up to ${CURSOR_UNIVERSITIES} fit in the query string.`,
   },
   {
     name: 'limit', in: 'query', required: false,
