@@ -16,7 +16,7 @@ import { openPostgresStore } from '../src/db/postgres-store.ts';
 import type { Store } from '../src/db/store.ts';
 import { buildApp } from '../src/http/app.ts';
 import { LIMITS } from '../src/limits.ts';
-import { CURSOR_UNIVERSITIES, MOST_ENTRIES_AT_ONCE, binaryCursor, decodeCursor, encodeCursor, jsonCursor, windowsAtOnce } from '../src/query/changes.ts';
+import { CURSOR_UNIVERSITIES, MOST_ENTRIES_AT_ONCE, binaryCursor, decodeCursor, encodeCursor, entriesAskedOfEach, jsonCursor } from '../src/query/changes.ts';
 import { ADMIN_KEY, Harness, storeBackends } from './support/harness.ts';
 import { DescriptionValidator } from './support/openapi.ts';
 
@@ -65,14 +65,32 @@ test(`a cursor holding ${CURSOR_UNIVERSITIES} universities' positions fits in th
   assert.ok(`since=${encodeCursor('all', { ...at, [randomUUID()]: [1, 'students', randomUUID()] })}`.length > LIMITS.maxQueryStringBytes);
 });
 
-test('a page reads universities one, then twice as many at once, but never asks them for more entries in all than a bound beyond its own', () => {
-  assert.deepEqual([1, 2, 4, 8, 16, 32, 64].map((growing) => windowsAtOnce(growing, 11)), [1, 2, 4, 8, 16, 32, 32]);
+test('a cursor the feed gives out fits in the query string with the longest limit beside it, in whichever form', () => {
+  const fits = (cursor: string) => `limit=${LIMITS.changesPerResponse}&since=${cursor}`.length <= LIMITS.maxQueryStringBytes;
+  // Positions whose first form fits beside `since=` alone but not beside the limit too: one more
+  // university at a time, then one more digit to a change number at a time, until it is so.
+  const at: Record<string, [number, string, string]> = {};
+  const firstFormLength = () => `since=${jsonCursor('all', at)}`.length;
+  while (firstFormLength() < LIMITS.maxQueryStringBytes - 300) at[randomUUID()] = [1, 'students', randomUUID()];
+  for (const position of Object.values(at)) {
+    while (fits(jsonCursor('all', at)) && position[0] < 1e13) position[0] *= 10;
+  }
+  assert.ok(!fits(jsonCursor('all', at)) && firstFormLength() <= LIMITS.maxQueryStringBytes, String(firstFormLength()));
+  assert.ok(fits(encodeCursor('all', at)));
+  for (let universities = 1; universities <= CURSOR_UNIVERSITIES; universities += 7) {
+    const some = Object.fromEntries(Array.from({ length: universities }, () => [randomUUID(), [2 ** 47, 'cohorts', randomUUID()] as const]));
+    assert.ok(fits(encodeCursor('all', some)), `${universities} universities`);
+  }
+});
+
+test('the universities a page reads at once are asked for what it still wants, or for their share of a bound when that is less', () => {
   for (const wanted of [1, 11, 101, 501, 1_001, 5_001]) {
-    for (let growing = 1; growing <= 64; growing *= 2) {
-      const atOnce = windowsAtOnce(growing, wanted);
-      assert.ok(atOnce >= 1 && atOnce <= growing && (atOnce === 1 || atOnce * wanted <= MOST_ENTRIES_AT_ONCE), `${growing} growing, ${wanted} wanted: ${atOnce}`);
+    for (const windows of [1, 2, 4, 8, 16, 32]) {
+      const asked = entriesAskedOfEach(windows, wanted);
+      assert.ok(asked >= 1 && asked <= wanted && (asked === wanted || windows * asked < MOST_ENTRIES_AT_ONCE + windows), `${windows} windows, ${wanted} wanted: ${asked}`);
     }
   }
+  assert.deepEqual([1, 4, 32].map((windows) => entriesAskedOfEach(windows, 501)), [501, 500, 63]);
 });
 
 for (const backend of storeBackends()) {
@@ -314,6 +332,34 @@ for (const backend of storeBackends()) {
       const next = await h.get(`/v1/changes?since=${cursor}&limit=${LIMITS.changesPerResponse}`, reader);
       assert.equal(next.status, 200, next.body);
       assert.deepEqual([next.json.changes, next.json.has_more], [[], false]);
+    });
+
+    test('a member with a backlog among quiet ones, read in a group: every entry comes once, the pages end where that member may hold more', async () => {
+      const [{ id: mixed }] = await h.sql<{ id: string }>("insert into consortia (name) values ('Mixed Consortium') returning id");
+      const members = Array.from({ length: 40 }, () => randomUUID()).sort();
+      const rows = (items: readonly unknown[], make: (i: number) => string) => items.map((_, i) => `(${make(i)})`).join(', ');
+      await h.sql(`insert into universities (id, name, consortium_id) values ${rows(members, (i) => `$${i + 2}::uuid, 'Mixed member ${i}', $1::uuid`)}`, [mixed, ...members]);
+      await h.sql(`insert into tenants (university_id) values ${rows(members, (i) => `$${i + 1}::uuid`)}`, members);
+      const cohortRow = (university: string, name: string) => `'${university}'::uuid, '${name}', 'C', 'History', 'BA', '2025-09-01', '2029-06-30', 2025, 'Fall'`;
+      const backlog = Array.from({ length: 300 }, (_, i) => `backlog-${i}`);
+      // Member 20 is read in the group of 16, each asked for 125 entries: its 301 cohorts end two pages early.
+      await h.sql(`insert into cohorts (university_id, name, display_name, program, degree, start_date, end_date, intake_year, intake_term)
+        values ${rows(members, (i) => cohortRow(members[i], 'c'))}, ${rows(backlog, (i) => cohortRow(members[20], backlog[i]))}`);
+      const reader = (await h.admin('POST', '/tokens', { consortium_id: mixed })).json.token as string;
+      const pages: Page[] = [];
+      for (let since: string | null = null; ;) {
+        const p = await page(reader, '/v1/changes', { limit: '500', ...(since ? { since } : {}) });
+        pages.push(p);
+        since = p.next_cursor;
+        if (!p.has_more) break;
+      }
+      const ids = pages.flatMap((p) => p.changes.map((e) => e.id));
+      assert.equal(ids.length, members.length + backlog.length);
+      assert.equal(new Set(ids).size, ids.length, 'an entry came twice');
+      assert.ok(pages.length > 1 && pages[0].changes.length < 500, `pages of ${pages.map((p) => p.changes.length).join(', ')}`);
+      const mirror = new Mirror();
+      for (const p of pages) mirror.apply(p.changes);
+      assert.deepEqual(mirror.of('cohorts'), await fullRead(reader, 'cohorts'));
     });
 
     test('a cursor outlives the app that gave it out', async () => {

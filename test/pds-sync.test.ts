@@ -132,6 +132,10 @@ describe('pds-sync pure parts', () => {
       assert.deepEqual(read.unsent, [`${path}: the column "Phone" is named like students.phone but does not feed it, so it is not sent; to send it, map it (--map students.phone=Phone).`]);
       const mapped = await readInputFile('students', path, { mapping: { phone: 'Phone' }, needed, emptyAsNull: true });
       assert.deepEqual([mapped.rows[0].body.phone, mapped.rows[1].body.phone, mapped.unsent], ['+441632960000', null, []]);
+      // A column the mapping gives to one field is not taken for another by its name.
+      await writeFile(path, ['Email,External ID', 'a@example.edu,N-1'].join('\n'));
+      await assert.rejects(readInputFile('students', path, { mapping: { external_id: 'Email' }, needed: ['email'], emptyAsNull: false }),
+        /students\.csv: no column for students\.email, which this mode needs/);
       await writeFile(path, ['Email,EMAIL,phone', 'a@example.edu,a@example.edu,'].join('\n'));
       await assert.rejects(readInputFile('students', path, { mapping: {}, needed: ['email'], emptyAsNull: false }),
         /students\.csv: the columns "Email" and "EMAIL" both name students\.email; map the one to send/);

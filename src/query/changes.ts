@@ -70,8 +70,15 @@ const UUID_BYTES = 16;
 const SEQ_BYTES = 6;
 const POSITION_BYTES = UUID_BYTES + 1 + UUID_BYTES + SEQ_BYTES;
 
-/** The most universities one cursor can hold within the query string, `since=` before it (docs/api.md, "Change feed"). */
-export const CURSOR_UNIVERSITIES = Math.floor((Math.floor((LIMITS.maxQueryStringBytes - 'since='.length) * 3 / 4) - 2) / POSITION_BYTES);
+/**
+ * The longest cursor a client can send back: the query string less the other parameter the feed
+ * takes, at its longest (docs/nightly-sync.md sends `limit=1000&since=…`). A JSON cursor that left
+ * room for `since=` alone was refused 414 with `limit` beside it, and its partner stuck for good.
+ */
+const CURSOR_CHARACTERS = LIMITS.maxQueryStringBytes - `limit=${LIMITS.changesPerResponse}&since=`.length;
+
+/** The most universities one cursor can hold (docs/api.md, "Change feed"). */
+export const CURSOR_UNIVERSITIES = Math.floor((Math.floor(CURSOR_CHARACTERS * 3 / 4) - 2) / POSITION_BYTES);
 
 interface CursorContent {
   readonly feed: Feed;
@@ -106,7 +113,7 @@ export function binaryCursor(feed: Feed, at: Readonly<Record<string, Position>>)
 /** The cursor a page gives out: in its first form while that fits in the query string, else in the compact one. */
 export function encodeCursor(feed: Feed, at: Readonly<Record<string, Position>>): string {
   const json = jsonCursor(feed, at);
-  return `since=${json}`.length <= LIMITS.maxQueryStringBytes ? json : binaryCursor(feed, at);
+  return json.length <= CURSOR_CHARACTERS ? json : binaryCursor(feed, at);
 }
 
 /** A cursor's bytes in the compact form, or null when they are not one. */
@@ -260,21 +267,24 @@ async function committedThrough(tx: Queryable, universityIds: readonly string[])
 /**
  * Universities whose windows are read at once, at most: a page reads them one after another in
  * id order, first one, then twice as many each time while they fill less than the page, so that
- * a consortium's quiet members take few round trips. One statement of all windows cost Citus a
- * plan for each member's branch, past the statement timeout at 314 members (2–3 s at 200).
+ * a consortium's quiet members take few round trips (314 in 14). One statement of all windows
+ * cost Citus a plan for each member's branch, past the statement timeout at 314 members (2–3 s
+ * at 200).
  */
 const MOST_WINDOWS_AT_ONCE = 32;
 
 /**
- * Entries the windows read at once may be asked for in all: each is asked for all the page still
- * wants, since any may fill it, and a group of 32 members with backlogs built 6,526 rows for a
- * page of 200. So a page builds at most this many rows beyond its own.
+ * Entries the windows read at once are asked for in all, about: each asked for all the page still
+ * wanted, 32 members with backlogs built 6,526 rows for a page of 200.
  */
 export const MOST_ENTRIES_AT_ONCE = 2_000;
 
-/** How many windows a page reads at once: `growing` (1, 2, 4… up to 32), fewer when each is asked for many entries, at least one. */
-export const windowsAtOnce = (growing: number, wanted: number): number =>
-  Math.max(1, Math.min(growing, MOST_WINDOWS_AT_ONCE, Math.floor(MOST_ENTRIES_AT_ONCE / wanted)));
+/**
+ * The entries each of `windows` read at once is asked for: what the page still wants, or its share
+ * of MOST_ENTRIES_AT_ONCE when less. A window that answers all it was asked for may hold more, so
+ * the page ends with it.
+ */
+export const entriesAskedOfEach = (windows: number, wanted: number): number => Math.min(wanted, Math.ceil(MOST_ENTRIES_AT_ONCE / windows));
 
 /**
  * One page of the feed as the JSON body: `changes` in feed order (each university's in commit
@@ -292,25 +302,30 @@ export function readChanges(db: Database, scope: Scope, request: ChangesRequest)
     // Change numbers only grow, so a position past the last committed one was never given out:
     // kept, it would hide every change up to it.
     if (windows.some((w) => w.after[0] > Number(w.through))) throw apiError('INVALID_CURSOR', 'it holds a position past the last change');
-    // One entry more than the page takes tells has_more.
+    // The page ends, with more to come, once it holds more entries than it takes or a window answered all it was asked for.
     const read: { universityId: string; row: EntryRow }[] = [];
-    for (let next = 0, atOnce = 1; next < windows.length && read.length <= request.limit; atOnce *= 2) {
-      const wanted = request.limit + 1 - read.length;
-      const group = windows.slice(next, next + windowsAtOnce(atOnce, wanted));
+    let cut = false;
+    for (let next = 0, atOnce = 1; next < windows.length && !cut; atOnce = Math.min(2 * atOnce, MOST_WINDOWS_AT_ONCE)) {
+      const group = windows.slice(next, next + atOnce);
       next += group.length;
+      const asked = entriesAskedOfEach(group.length, request.limit + 1 - read.length);
       const answers = await Promise.all(group.map(async (w) => {
-        const statement = buildWindowStatement(request.feed, w, wanted);
+        const statement = buildWindowStatement(request.feed, w, asked);
         const rows = await tx.query<WindowRow>(statement.text, statement.params);
         return { w, held: rows[0].held, rows: rows.filter((row): row is WindowRow & EntryRow => row.seq !== null) };
       }));
       if (answers.some(({ held }) => !held)) throw apiError('INVALID_CURSOR', 'it holds a position this database never gave out (was it restored from a backup?)');
-      for (const { w, rows } of answers) read.push(...rows.map((row) => ({ universityId: w.universityId, row })));
+      for (const { w, rows } of answers) {
+        read.push(...rows.map((row) => ({ universityId: w.universityId, row })));
+        cut = rows.length === asked || read.length > request.limit;
+        if (cut) break;
+      }
     }
     const page = read.slice(0, request.limit);
     const at: Record<string, Position> = {};
     for (const w of windows) if (w.after !== START) at[w.universityId] = w.after;
     for (const { universityId, row } of page) at[universityId] = [Number(row.seq), row.resource, row.id];
-    return changesBody(request.feed, page.map(({ row }) => row.entry), at, read.length > request.limit);
+    return changesBody(request.feed, page.map(({ row }) => row.entry), at, cut);
   }, { readOnly: true });
 }
 

@@ -193,7 +193,7 @@ const FEED_PARAMETERS: OpenAPIV3_1.ParameterObject[] = [
   {
     name: 'limit', in: 'query', required: false,
     schema: { type: 'integer', minimum: 1, maximum: LIMITS.changesPerResponse, default: CHANGE_FEED_DEFAULTS.pageChanges },
-    description: 'Entries per page.',
+    description: 'The most entries per page. A consortium\'s page may hold fewer while `has_more` is true: follow `has_more`, not the count.',
   },
 ];
 
