@@ -170,7 +170,7 @@ export async function sendBatch(request: BatchRequest, policy: RetryPolicy, onRe
     // most until just after the lease ends: every ask counts against the token's write limit, and
     // once a second through a 60 s lease took the default limit's 60 writes a minute.
     const delayMs = keyInUse
-      ? Math.max(retryAfter ?? 0, Math.min(backoffMs(++heldPolls, policy, null), leaseLeftMs + policy.baseDelayMs))
+      ? Math.max(retryAfter ?? 0, Math.min(backoffMs(++heldPolls, policy, null), Math.max(0, leaseLeftMs) + policy.baseDelayMs))
       : backoffMs(Math.min(failures, policy.maxAttempts), policy, retryAfter);
     onRetry({ attempt: attempt + 1, maxAttempts: policy.maxAttempts, reason, delayMs });
     await sleep(delayMs);

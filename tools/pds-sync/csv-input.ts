@@ -78,7 +78,8 @@ function resolveColumns(resource: WritableResource, path: string, header: readon
     if (mapped !== undefined && !header.includes(mapped)) {
       throw new SyncInputError(`${path}: the column "${mapped}" mapped to ${resource}.${field} is not in the file's header (${header.join(', ')}).`);
     }
-    const loose = header.filter((column) => column !== field && fieldNamed(column) === field);
+    // A column the mapping gives to a field feeds that one alone.
+    const loose = header.filter((column) => column !== field && fieldNamed(column) === field && !Object.values(mapping).includes(column));
     const exact = mapped ?? (header.includes(field) ? field : undefined);
     if (exact === undefined && needed.includes(field) && loose.length > 1) {
       throw new SyncInputError(`${path}: the columns ${loose.map((column) => `"${column}"`).join(' and ')} both name ${resource}.${field}; `
@@ -86,7 +87,7 @@ function resolveColumns(resource: WritableResource, path: string, header: readon
     }
     const column = exact ?? (needed.includes(field) ? loose[0] : undefined);
     if (column !== undefined) fed.set(field, column);
-    for (const other of loose.filter((c) => c !== column && !Object.values(mapping).includes(c))) {
+    for (const other of loose.filter((c) => c !== column)) {
       unsent.push(`${path}: the column "${other}" is named like ${resource}.${field} but does not feed it, so it is not sent; `
         + `to send it, map it (--map ${resource}.${field}=${other}).`);
     }

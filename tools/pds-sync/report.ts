@@ -38,14 +38,18 @@ export async function writeRejectReport(path: string, files: readonly InputFile[
   await writeFile(path, stringify([[...REPORT_COLUMNS, ...inputColumns.map(inputTitle)], ...records]));
 }
 
-/** Whether two paths name one file: through a link, or another spelling on a case-insensitive disk, too. */
+/**
+ * Whether two paths name one file: through a link, or another spelling on a case-insensitive disk,
+ * too. By their paths where the file system gives no inode numbers (0) or one is not there yet.
+ */
 async function sameFile(a: string, b: string): Promise<boolean> {
   try {
-    const [first, second] = await Promise.all([stat(a), stat(b)]);
-    return first.dev === second.dev && first.ino === second.ino;
+    const [first, second] = await Promise.all([stat(a, { bigint: true }), stat(b, { bigint: true })]);
+    if (first.ino !== 0n && second.ino !== 0n) return first.dev === second.dev && first.ino === second.ino;
   } catch {
-    return resolve(a) === resolve(b);
+    // Either is not there yet: only its path can name the other.
   }
+  return resolve(a) === resolve(b);
 }
 
 /**
