@@ -87,10 +87,11 @@ test('the universities a page reads at once are asked for what it still wants, o
   for (const wanted of [1, 11, 101, 501, 1_001, 5_001]) {
     for (const windows of [1, 2, 4, 8, 16, 32]) {
       const asked = entriesAskedOfEach(windows, wanted);
-      assert.ok(asked >= 1 && asked <= wanted && (asked === wanted || windows * asked < MOST_ENTRIES_AT_ONCE + windows), `${windows} windows, ${wanted} wanted: ${asked}`);
+      assert.ok(asked >= 1 && asked <= wanted && (windows === 1 || asked === wanted || windows * asked < MOST_ENTRIES_AT_ONCE + windows), `${windows} windows, ${wanted} wanted: ${asked}`);
     }
   }
   assert.deepEqual([1, 4, 32].map((windows) => entriesAskedOfEach(windows, 501)), [501, 500, 63]);
+  assert.equal(entriesAskedOfEach(1, LIMITS.changesPerResponse + 1), LIMITS.changesPerResponse + 1, 'one university\'s page is never cut short');
 });
 
 for (const backend of storeBackends()) {
@@ -360,6 +361,18 @@ for (const backend of storeBackends()) {
       const mirror = new Mirror();
       for (const p of pages) mirror.apply(p.changes);
       assert.deepEqual(mirror.of('cohorts'), await fullRead(reader, 'cohorts'));
+    });
+
+    test('one university\'s page holds as many entries as its limit asks, beyond the share a member of a group is asked for', async () => {
+      const university = (await h.admin('POST', '/universities', { name: 'Busy University' })).json.id as string;
+      const reader = (await h.admin('POST', '/tokens', { university_id: university })).json.token as string;
+      const names = Array.from({ length: 2_100 }, (_, i) => `busy-${i}`);
+      await h.sql(`insert into cohorts (university_id, name, display_name, program, degree, start_date, end_date, intake_year, intake_term)
+        values ${names.map((name) => `('${university}'::uuid, '${name}', 'C', 'History', 'BA', '2025-09-01', '2029-06-30', 2025, 'Fall')`).join(', ')}`);
+      const first = await page(reader, '/v1/changes', { limit: '2050' });
+      assert.deepEqual([first.changes.length, first.has_more], [2_050, true]);
+      const rest = await page(reader, '/v1/changes', { limit: '2050', since: first.next_cursor });
+      assert.deepEqual([rest.changes.length, rest.has_more], [50, false]);
     });
 
     test('a cursor outlives the app that gave it out', async () => {

@@ -280,11 +280,12 @@ const MOST_WINDOWS_AT_ONCE = 32;
 export const MOST_ENTRIES_AT_ONCE = 2_000;
 
 /**
- * The entries each of `windows` read at once is asked for: what the page still wants, or its share
- * of MOST_ENTRIES_AT_ONCE when less. A window that answers all it was asked for may hold more, so
- * the page ends with it.
+ * The entries each of `windows` read at once is asked for: what the page still wants, or, in a
+ * group, its share of MOST_ENTRIES_AT_ONCE when less (one window alone builds no row it does not
+ * give). A window that answers all it was asked for may hold more, so the page ends with it.
  */
-export const entriesAskedOfEach = (windows: number, wanted: number): number => Math.min(wanted, Math.ceil(MOST_ENTRIES_AT_ONCE / windows));
+export const entriesAskedOfEach = (windows: number, wanted: number): number =>
+  (windows === 1 ? wanted : Math.min(wanted, Math.ceil(MOST_ENTRIES_AT_ONCE / windows)));
 
 /**
  * One page of the feed as the JSON body: `changes` in feed order (each university's in commit
