@@ -25,7 +25,7 @@ import { apiError } from '../errors.ts';
 import { CHANGE_FEED_DEFAULTS, LIMITS } from '../limits.ts';
 import { FEED_RESOURCES, type FeedResource, resourcesByName } from '../resources/registry.ts';
 import { wholeRowOutput } from './plan.ts';
-import { rowJsonSql, scopedRelationSql } from './sql.ts';
+import { type Statement, rowJsonSql, universityRelationSql } from './sql.ts';
 
 /** A feed follows every resource of FEED_RESOURCES, or one of them. */
 export type Feed = 'all' | FeedResource;
@@ -186,12 +186,6 @@ interface Window {
   readonly through: string;
 }
 
-/** A statement's text and parameters. */
-interface Statement {
-  readonly text: string;
-  readonly params: readonly string[];
-}
-
 /**
  * Whether this history holds the entry at the window's position: its row, changed at that number
  * or later, or its tombstone. A database restored from an earlier backup draws the numbers it had
@@ -205,7 +199,7 @@ function heldSql(w: Window, params: Parameters): string {
   const { universityId, after: [seq, resource, id] } = w;
   const read = resourcesByName.get(resource)!;
   const [entry, number] = [`${params.add(id)}::uuid`, `${params.add(String(seq))}::bigint`];
-  return `EXISTS (SELECT 1 FROM ${scopedRelationSql(read.relation, read.tenantColumn.name, [universityId], params)} WHERE id = ${entry} AND change_seq >= ${number})`
+  return `EXISTS (SELECT 1 FROM ${universityRelationSql(read.relation, read.tenantColumn.name, universityId, params)} WHERE id = ${entry} AND change_seq >= ${number})`
     + ` OR EXISTS (SELECT 1 FROM change_tombstones WHERE university_id = ${params.add(universityId)}::uuid AND resource = ${params.add(resource)}`
     + ` AND id = ${entry} AND change_seq >= ${number})`;
 }
@@ -230,7 +224,7 @@ export function buildWindowStatement(feed: Feed, w: Window, limit: number): Stat
     const entry = `json_build_object('resource', ${name}, 'id', id, 'change', CASE WHEN ${after('created_seq', name)} THEN 'created' ELSE 'updated' END,`
       + ` 'row', ${rowJsonSql(wholeRowOutput(read), params)})`;
     return `(SELECT change_seq AS seq, ${name} AS resource, id, ${entry}::text AS entry`
-      + ` FROM ${scopedRelationSql(read.relation, read.tenantColumn.name, [w.universityId], params)}`
+      + ` FROM ${universityRelationSql(read.relation, read.tenantColumn.name, w.universityId, params)}`
       + ` WHERE ${inWindow(name)} ORDER BY change_seq, id LIMIT ${most})`;
   });
   const tombstones = `(SELECT change_seq AS seq, resource, id, json_build_object('resource', resource, 'id', id, 'change', 'erased')::text AS entry`
@@ -245,15 +239,16 @@ export function buildWindowStatement(feed: Feed, w: Window, limit: number): Stat
   };
 }
 
-/** A row of buildWindowStatement: every one says whether the position is held; the entry is null where there is none. */
-type WindowRow = { held: boolean } & ({ seq: string; resource: string; id: string; entry: string } | { seq: null; resource: null; id: null; entry: null });
-
+/** An entry of buildWindowStatement's, in feed order. */
 interface EntryRow {
   seq: string;
   resource: string;
   id: string;
   entry: string;
 }
+
+/** A row of buildWindowStatement: every one says whether the position is held; the entry is null where there is none. */
+type WindowRow = { held: boolean } & (EntryRow | { [Column in keyof EntryRow]: null });
 
 /** Each university's last committed change number; 0 for one that never changed (rows written before the feed carry 0). */
 async function committedThrough(tx: Queryable, universityIds: readonly string[]): Promise<Map<string, string>> {

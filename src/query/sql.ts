@@ -88,21 +88,14 @@ function tenantConditionSql(tenantColumn: string, tenants: Tenants, params: Para
 }
 
 /**
- * The relation cut to the tenants, under the relation's own name: one branch per university,
- * `tenant = $n`, joined by UNION ALL. PostgreSQL does not carry `= ANY` into a read view's grouped
- * subqueries (students_read's secondary_emails, cohorts_read's student_count), so on Citus such a
- * read over several universities asks every shard (EXPLAIN: 32 tasks for three universities);
- * `=` to a value reaches them through PostgreSQL's equivalence classes, and Citus pushes the union
- * down whole, each branch pruned to its shard (3 tasks, no subplan). But the union's rows come
- * unordered: a consortium's first 100 by id sorted every member's rows (EXPLAIN ANALYZE on
- * PostgreSQL, 20,000 students: 51 ms against 3.7 ms with `= ANY`). So pages name their tenants with
- * `= ANY` (tenantConditionSql); the change feed reads one university at a time.
+ * One university's rows of the relation, under the relation's own name: `tenant = $n`, which
+ * PostgreSQL carries into a read view's grouped subqueries (students_read's secondary_emails,
+ * cohorts_read's student_count) through its equivalence classes, so that on Citus the read runs
+ * on that university's shard; with `= ANY` it asked every shard (EXPLAIN: 32 tasks for three
+ * universities). The change feed reads one university at a time through it.
  */
-export function scopedRelationSql(relation: string, tenantColumn: string, tenants: Tenants, params: Parameters): string {
-  const branch = (tenant: readonly string[]) => `SELECT * FROM ${quoteIdentifier(relation)} WHERE ${tenantConditionSql(tenantColumn, tenant, params)}`;
-  const branches = tenants.length === 0 ? [branch([])] : tenants.map((tenant) => branch([tenant]));
-  return `(${branches.join(' UNION ALL ')}) AS ${quoteIdentifier(relation)}`;
-}
+export const universityRelationSql = (relation: string, tenantColumn: string, universityId: string, params: Parameters): string =>
+  `(SELECT * FROM ${quoteIdentifier(relation)} WHERE ${tenantConditionSql(tenantColumn, [universityId], params)}) AS ${quoteIdentifier(relation)}`;
 
 /**
  * The plan's relation, its rows of the tenants filtered by the plan's conditions, in one WHERE
