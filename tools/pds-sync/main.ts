@@ -157,8 +157,6 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv, out: 
     return EXIT.failed;
   }
 
-  // From here on the report is this run's, however the run ends: an earlier night's never stays.
-  await writeRejectReport(plan.rejectReport, files, []);
   const progress: Progress = out.isTTY ? new BarProgress(out) : new LineProgress(out);
   const outcome: Outcome = { tallies: new Map(), reported: [], cohortsCreated: new Set() };
   let failure: SyncRequestError | null = null;
