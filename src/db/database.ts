@@ -11,6 +11,15 @@ export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a
 const UUID = new RegExp(UUID_PATTERN);
 
 /**
+ * How every session of the service reads and writes times and dates, whatever the defaults of the
+ * server, database or role: times in UTC, and dates as `YYYY-MM-DD` text, which the write rules
+ * compare as strings. Under a database's DateStyle of `SQL, DMY` (`30/06/2024`) a PATCH stored an
+ * inverted date range, every replay of a student with a graduation date was `updated`, and a move
+ * into a cohort that had ended derived `is_alumni: false`.
+ */
+const TIME_SETTINGS: Readonly<Record<string, string>> = { TimeZone: 'UTC', DateStyle: 'ISO, MDY' };
+
+/**
  * The settings of a transaction as SET LOCAL statements, sent as one simple-protocol message. SET
  * LOCAL, unlike set_config(), is what Citus forwards to the worker connections of the transaction
  * (with citus.propagate_set_commands = 'local'; elsewhere that setting is an inert placeholder), so
@@ -20,8 +29,8 @@ const UUID = new RegExp(UUID_PATTERN);
  * hyphens only, so the quoted literal cannot end early), the timeout a whole number.
  */
 function settingsSql(role: 'pds_app' | 'pds_tenant' | 'pds_operator', settings: Readonly<Record<string, string>>): string {
-  const statements = [`set local citus.propagate_set_commands = 'local'`, `set local role ${role}`, `set local timezone = 'UTC'`];
-  for (const [name, value] of Object.entries(settings)) statements.push(`set local ${name} = '${value}'`);
+  const statements = [`set local citus.propagate_set_commands = 'local'`, `set local role ${role}`];
+  for (const [name, value] of Object.entries({ ...TIME_SETTINGS, ...settings })) statements.push(`set local ${name} = '${value}'`);
   return statements.join('; ');
 }
 
@@ -76,7 +85,7 @@ export class Database {
     this.readerParameters = {
       role: 'pds_app',
       [SCOPE_SETTING]: '',
-      TimeZone: 'UTC',
+      ...TIME_SETTINGS,
       statement_timeout: String(Math.trunc(statementTimeoutMs)),
       default_transaction_read_only: 'on',
       plan_cache_mode: 'force_generic_plan',
