@@ -60,6 +60,15 @@ for (const backend of storeBackends()) {
       assert.deepEqual(range.data!.map((r: any) => r.id), expectedRange.map((r) => r.id));
     });
 
+    // Reported in an audit: postgrest-js quotes only values holding `,()`, so a value starting with
+    // a quote went out as `in.("Bob,…)`, which the service refused (400) and PostgREST reads as text.
+    test('in() with a value that starts with a quote', async () => {
+      const [{ last_name }] = await h.sql<{ last_name: string }>('select last_name from students where university_id = $1 order by id limit 1', [university]);
+      const { data, error } = await client.from('students').select('id').in('last_name', ['"Bob', last_name]).order('id');
+      assert.equal(error, null);
+      assert.deepEqual(data!.map((r: any) => r.id), await expectedIds(`last_name in ('"Bob', $2)`, [last_name]));
+    });
+
     test('or and not', async () => {
       const { data, error } = await client.from('students').select('id').or('phone.is.null,is_alumni.eq.true').not('graduation_date', 'is', null).order('id');
       assert.equal(error, null);

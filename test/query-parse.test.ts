@@ -28,6 +28,11 @@ describe('decoding the query string', () => {
     assert.equal(canonicalQueryString('last_name=eq.b&%66irst_name=eq.a+b&last_name=neq.c&flag&id=gt.1'), '%66irst_name=eq.a+b&id=gt.1&last_name=eq.b&last_name=neq.c');
     assert.equal(canonicalQueryString(''), '');
   });
+  // Reported in an audit: PostgREST separates parameters by `;` as by `&` (http-types' parseQueryReplacePlus).
+  test('; separates parameters as & does; an escaped %3B is data', () => {
+    assert.deepEqual(decodeQueryString('last_name=eq.Comma;limit=1&x=in.(a%3Bb)'), [['last_name', 'eq.Comma'], ['limit', '1'], ['x', 'in.(a;b)']]);
+    assert.equal(canonicalQueryString('order=id;limit=2'), 'limit=2&order=id');
+  });
   test('a key without = is dropped; one with an empty value is kept', () => {
     assert.deepEqual(decodeQueryString('debug&x='), [['x', '']]);
   });
@@ -69,6 +74,13 @@ describe('filters', () => {
     assert.deepEqual(parseFilter(field('name'), 'in.("a"b,"c")').operation, { kind: 'in', values: ['"a"b', 'c'] });
     assert.deepEqual(parseFilter(field('name'), 'in.("a,"b")').operation, { kind: 'in', values: ['"a', 'b'] });
     assert.deepEqual(parseFilter(field('name'), 'in.("a" ,b)').operation, { kind: 'in', values: ['"a" ', 'b'] });
+  });
+  // Reported in an audit: a quote that never closes was 400, where PostgREST reads the element
+  // as unquoted text; and a space before `(` was 400, where PostgREST skips it (`lexeme`).
+  test('in-lists: a quote that never closes is unquoted text; spaces before ( are skipped', () => {
+    assert.deepEqual(parseFilter(field('name'), 'in.("Bob,Zoë)').operation, { kind: 'in', values: ['"Bob', 'Zoë'] });
+    assert.deepEqual(parseFilter(field('name'), 'in.(x,"a\\)').operation, { kind: 'in', values: ['x', '"a\\'] });
+    assert.deepEqual(parseFilter(field('name'), 'in. \t(a,b)').operation, { kind: 'in', values: ['a', 'b'] });
   });
   test('is takes null, not_null, true, false, unknown in any case', () => {
     assert.deepEqual(parseFilter(field('x'), 'is.NULL').operation, { kind: 'is', value: 'null' });
@@ -124,6 +136,12 @@ describe('logic trees', () => {
     assert.deepEqual(values('(name.eq."Ada"x,name.eq."Bob")'), ['"Ada"x', 'Bob']);
     assert.deepEqual(values('(tags.cs.{a,tags.cs.{b})'), ['{a', '{b}']);
     assert.deepEqual(values('(tags.cs.{a,b},name.eq.{c)'), ['{a,b}', '{c']);
+    assert.deepEqual(values('(name.eq."Bob,name.eq.Zoë)'), ['"Bob', 'Zoë']);
+  });
+  test('a tree skips spaces before an in-list\'s ( and after an is keyword, as PostgREST does', () => {
+    assert.deepEqual(parseLogicTree('or', false, '(name.in. (a,b),x.is.null\t ,x.not.is.TRUE )'),
+      parseLogicTree('or', false, '(name.in.(a,b),x.is.null,x.not.is.true)'));
+    assertApiError(() => parseLogicTree('or', false, '(x.is.null y)'), 400, 'PGRST100');
   });
   test('text after an in-list\'s closing parenthesis is a parse error, as after a tree\'s', () => {
     assertApiError(() => parseFilter(field('name'), 'in.(Ravi)junk'), 400, 'PGRST100');
@@ -207,9 +225,13 @@ describe('request-level parameters', () => {
     assert.equal(parse('', { prefer: 'count=none' }).count, null);
     assertApiError(() => plan('', { prefer: 'handling=strict, count=none' }), 400, 'PGRST122');
   });
-  test('Prefer under handling=strict: PostgREST\'s preferences a read does not apply are refused, not taken silently', () => {
+  // Reported in an audit: PostgREST takes its known preferences under strict handling on a read.
+  test('Prefer under handling=strict: PostgREST\'s preferences that change nothing for a read are taken, unechoed; their unknown values are refused', () => {
     for (const prefer of ['max-affected=1', 'return=representation', 'resolution=merge-duplicates', 'missing=default', 'tx=rollback']) {
       assert.deepEqual(parse('', { prefer }).preferenceApplied, [], prefer);
+      assert.deepEqual(plan('', { prefer: `handling=strict, ${prefer}` }).preferenceApplied, ['handling=strict'], prefer);
+    }
+    for (const prefer of ['max-affected=many', 'return=everything', 'tx=maybe']) {
       assertApiError(() => plan('', { prefer: `handling=strict, ${prefer}` }), 400, 'PGRST122');
     }
   });

@@ -193,6 +193,13 @@ for (const backend of storeBackends()) {
           `select id, sections->0->>'title' as title, sections->0 as first, to_jsonb(skills)->0 as skills
            from student_profiles where university_id = $1 order by id limit 1`, [university]);
         assert.deepEqual(profile.json, [row]);
+        // A path ending in an index is named after its last key, as PostgREST names it, and after the column when it has none.
+        const indexed = await h.get('/v1/student_profiles?select=id,sections->0->items->0,skills->1&order=id&limit=1', token);
+        const [items] = await h.sql<{ id: string; items: unknown; skills: unknown }>(
+          `select id, sections->0->'items'->0 as items, to_jsonb(skills)->1 as skills
+           from student_profiles where university_id = $1 order by id limit 1`, [university]);
+        assert.notEqual(items.items, null);
+        assert.deepEqual(indexed.json, [items]);
       });
       test('a cast outside the allow-list is 42704; an unknown column 42703', async () => {
         const cast = await h.get('/v1/cohorts?select=name::regclass', token);

@@ -79,19 +79,29 @@ export function readName(c: Cursor): string {
 
 /** `"…"` with `\x` meaning x for any character. */
 export function readQuoted(c: Cursor): string {
+  const value = readClosedQuote(c);
+  if (value !== null) return value;
+  c.pos = c.text.length;
+  return c.fail('closing quote');
+}
+
+/** readQuoted's `"…"`, or null with the cursor where it was when no closing quote ends it. */
+export function readClosedQuote(c: Cursor): string | null {
+  const start = c.pos;
   c.expect('"');
   let value = '';
-  for (;;) {
-    if (c.done) c.fail('closing quote');
+  while (!c.done) {
     const ch = c.peek();
     c.pos++;
     if (ch === '"') return value;
     if (ch === '\\') {
-      if (c.done) c.fail('escaped character');
+      if (c.done) break;
       value += c.peek();
       c.pos++;
     } else value += ch;
   }
+  c.pos = start;
+  return null;
 }
 
 /** What ends an unquoted JSON key; `=` too, which joins a tree's item to its operator (`skills->>0=eq.Python`). */

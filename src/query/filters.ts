@@ -5,7 +5,7 @@
  */
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
-import { Cursor, readField, readIdentifier, readJsonPath, readName, readQuoted } from './cursor.ts';
+import { Cursor, readClosedQuote, readField, readIdentifier, readJsonPath, readName } from './cursor.ts';
 import {
   type Condition, type FieldRef, type Filter, type FtsOperator, type IsValue, type LogicTree, type Operation,
   type QuantifiableOperator, type SimpleOperator,
@@ -27,7 +27,8 @@ function readOperation(c: Cursor, inTree: boolean): Operation {
   if (op === 'is') {
     c.expect('.');
     const valueStart = c.pos;
-    const value = readValue().toLowerCase();
+    // In a tree, spaces before the `,` or `)` that ends the keyword are skipped (PostgREST's `lexeme`).
+    const value = (inTree ? readValue().replace(/[ \t]+$/, '') : readValue()).toLowerCase();
     if (!isOneOf<IsValue>(isValues, value)) {
       c.pos = valueStart;
       return c.fail('null or not_null or true or false or unknown');
@@ -66,14 +67,15 @@ function readUnquoted(c: Cursor): string {
 }
 
 /**
- * A quoted element or value, when its closing quote ends it (a `,` or `)` follows); otherwise
+ * A quoted element or value, when a closing quote ends it (a `,` or `)` follows); otherwise
  * null with the cursor left where it was: PostgREST then reads the element as unquoted text,
- * quotes included (`pListElement`, `pLogicSingleVal`).
+ * quotes included (`pListElement`, `pLogicSingleVal`), also when the quote never closes
+ * (postgrest-js quotes only values holding `,()`, so `.in('name', ['"Bob', 'Zoë'])` sends `in.("Bob,Zoë)`).
  */
 function readQuotedElement(c: Cursor): string | null {
   const start = c.pos;
-  const value = readQuoted(c);
-  if (c.done || c.peek() === ',' || c.peek() === ')') return value;
+  const value = readClosedQuote(c);
+  if (value !== null && (c.done || c.peek() === ',' || c.peek() === ')')) return value;
   c.pos = start;
   return null;
 }
@@ -83,6 +85,7 @@ function readQuotedElement(c: Cursor): string | null {
  * (PostgREST's `lexeme`).
  */
 function readList(c: Cursor): string[] {
+  c.skipSpaces();
   c.expect('(');
   c.skipSpaces();
   const values: string[] = [];

@@ -95,9 +95,12 @@ function planCondition(resource: Resource, condition: Condition): PlannedConditi
   return { kind: 'filter', field, negated: condition.negated, operation: condition.operation };
 }
 
+/**
+ * A selected field's key without an alias: the last key of its JSON path, or the column's name
+ * when the path has none, as PostgREST names it (`sections->0->items->1` is `items`).
+ */
 function outputKey(field: FieldRef): string {
-  const last = field.jsonPath[field.jsonPath.length - 1];
-  return last && !last.isIndex ? last.key : field.name;
+  return field.jsonPath.findLast((step) => !step.isIndex)?.key ?? field.name;
 }
 
 /** Every column of the resource under its own name: `select=*`, and the row of a change feed entry. */

@@ -2,7 +2,7 @@
  * The Prefer header (PostgREST's Preferences): the count a read asks for, how a write's
  * transaction ends, and the preferences applied, echoed in Preference-Applied. Under
  * `handling=strict` a preference the request does not apply is 400 PGRST122: an unknown one, and
- * PostgREST's own that this interface has no use for (`max-affected`, which PostgREST enforces
+ * on a write PostgREST's own that a batch has no use for (`max-affected`, which PostgREST enforces
  * under strict handling, taken silently would guard nothing); otherwise they are ignored.
  */
 import { apiError } from '../errors.ts';
@@ -27,8 +27,13 @@ const UTC = 'UTC';
 
 const countValues = new Set<string>(['exact', 'planned', 'estimated'] satisfies CountPreference[]);
 const transactionEnds = new Set<string>(['commit', 'rollback'] satisfies TransactionEnd[]);
-/** What a read applies, and what a batch write applies. */
-const READ_APPLIES = new RegExp(`^(count=(exact|planned|estimated)|handling=(strict|lenient)|timezone=${UTC})$`);
+/**
+ * What a read applies, and what a batch write applies. A read also takes, unechoed, PostgREST's
+ * preferences that change nothing for a read (how a write answers, resolves, fills and ends, its
+ * bound on rows affected), which PostgREST takes under strict handling too.
+ */
+const READ_APPLIES = new RegExp(`^(count=(exact|planned|estimated)|handling=(strict|lenient)|timezone=${UTC}`
+  + '|return=(minimal|headers-only|representation)|resolution=(merge-duplicates|ignore-duplicates)|missing=(default|null)|tx=(commit|rollback)|max-affected=\\d+)$');
 const WRITE_APPLIES = new RegExp(`^(tx=(commit|rollback)|handling=(strict|lenient)|timezone=${UTC})$`);
 
 const isCountPreference = (value: string | undefined): value is CountPreference => value !== undefined && countValues.has(value);

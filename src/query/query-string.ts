@@ -9,6 +9,12 @@ import { LIMITS } from '../limits.ts';
 
 const decode = (s: string) => unescape(s.replace(/\+/g, ' '));
 
+/**
+ * What separates parameters: `&`, and `;` as well, as PostgREST reads a query string (http-types'
+ * parseQueryReplacePlus); a hand-written `eq.Comma;limit=1` filtered on the text `Comma;limit=1`.
+ */
+const SEPARATOR = /[&;]/;
+
 /** A query string over the limit is 414, for a read and the change feed alike, before any of it is read. */
 export function checkQueryStringLength(queryString: string): void {
   if (queryString.length > LIMITS.maxQueryStringBytes) throw apiError('URI_TOO_LONG');
@@ -18,7 +24,7 @@ export function checkQueryStringLength(queryString: string): void {
 export function decodeQueryString(queryString: string): [string, string][] {
   checkQueryStringLength(queryString);
   const pairs: [string, string][] = [];
-  for (const item of queryString.split('&')) {
+  for (const item of queryString.split(SEPARATOR)) {
     const eq = item.indexOf('=');
     if (eq < 0) continue;
     pairs.push([decode(item.slice(0, eq)), decode(item.slice(eq + 1))]);
@@ -32,7 +38,7 @@ export function decodeQueryString(queryString: string): [string, string][] {
  * which names the page in `Content-Location`.
  */
 export function canonicalQueryString(queryString: string): string {
-  return queryString.split('&')
+  return queryString.split(SEPARATOR)
     .filter((item) => item.includes('='))
     .map((item) => ({ item, key: decode(item.slice(0, item.indexOf('='))) }))
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
