@@ -50,17 +50,31 @@ const LARGEST_PORT = 65_535;
 const port = (env: string, fallback: number, meaning: string) => integer(env, fallback, meaning, String(fallback), LARGEST_PORT);
 
 /** A server's URL of one of `protocols`, as its driver reads them; `example` shows one. */
-const serverUrl = (env: string, meaning: string, server: string, protocols: readonly string[], example: string): Setting<string | undefined> => ({
+const serverUrl = (
+  env: string, meaning: string, server: string, protocols: readonly string[], example: string,
+  pathProblem: (path: string) => string | null = () => null,
+): Setting<string | undefined> => ({
   env, meaning, shown: 'unset',
   read(raw) {
     if (!given(raw)) return undefined;
-    const protocol = URL.canParse(raw) ? new URL(raw).protocol : null;
-    if (protocol === null || !protocols.includes(protocol)) {
-      throw new Error(`${env} must be a ${server} URL such as ${example}, got one ${protocol ? `of scheme ${protocol}` : 'that does not parse'}`);
+    const url = URL.canParse(raw) ? new URL(raw) : null;
+    if (url === null || !protocols.includes(url.protocol)) {
+      throw new Error(`${env} must be a ${server} URL such as ${example}, got one ${url ? `of scheme ${url.protocol}` : 'that does not parse'}`);
     }
+    const problem = pathProblem(url.pathname);
+    if (problem) throw new Error(`${env}'s path ${problem}, got "${url.pathname}"`);
     return raw;
   },
 });
+
+/** A setting the service could read but a server it names refuses, found as the service starts: it refuses to start, in one line. */
+export class SettingRefused extends Error {}
+
+/**
+ * A Redis URL's path is its database's number, or nothing for database 0. ioredis sent
+ * `SELECT NaN` for `/abc`, and the process ended two seconds after it had started.
+ */
+const redisDatabasePath = (path: string) => (/^\/?(\d+)?$/.test(path) ? null : 'must be a database number (redis://host:6379/2) or nothing');
 
 const text = (env: string, fallback: string, meaning: string): Setting<string> =>
   ({ env, meaning, shown: `\`${fallback}\``, read: (raw) => (given(raw) ? raw : fallback) });
@@ -146,7 +160,7 @@ export const SETTINGS = {
   adminKey: optional('PDS_ADMIN_KEY', `enables the operator API \`/admin/v1\` with this bearer key: ${STRONG_KEY_CHARS} or more random characters`),
   metricsKey: optional('PDS_METRICS_KEY', 'when set, `GET /metrics` needs `Authorization: Bearer` this key; unset, it is open'),
   // As ioredis reads them; another was taken, and the limits failed open for good.
-  redisUrl: serverUrl('REDIS_URL', 'share rate-limit counts between instances through Redis', 'Redis', ['redis:', 'rediss:'], 'redis://host:6379'),
+  redisUrl: serverUrl('REDIS_URL', 'share rate-limit counts between instances through Redis', 'Redis', ['redis:', 'rediss:'], 'redis://host:6379', redisDatabasePath),
   trustProxy: trustedRanges('PDS_TRUST_PROXY', 'the load balancers\' addresses or CIDR ranges, comma-separated: their `X-Forwarded-For` names the source IP the limits count; unset, the TCP peer is the source'),
   readLimitPerMin: integer('PDS_READ_LIMIT_PER_MIN', 600, 'read requests (GET and HEAD under /v1: resources, /v1/me, the change feed) per minute per source IP'),
   writeLimitPerMin: integer('PDS_WRITE_LIMIT_PER_MIN', 60, 'write requests per minute per token'),

@@ -6,9 +6,10 @@
  * and exits 1 before it writes anything; one that cannot have the folder, before it opens the store;
  * so does one that cannot read a setting, or whose PostgreSQL server cannot be reached or refuses it.
  */
-import { createServer } from 'node:net';
+import { createServer, isIPv6 } from 'node:net';
 import { constants } from 'node:os';
-import { type Config, STRONG_KEY_CHARS, readConfig } from './config.ts';
+import type { FastifyInstance } from 'fastify';
+import { type Config, STRONG_KEY_CHARS, SettingRefused, readConfig } from './config.ts';
 import { DataDirInUseError, lockDataDir } from './db/data-dir-lock.ts';
 import { Database } from './db/database.ts';
 import { demoExists, loadDemoData } from './db/demo-data.ts';
@@ -93,13 +94,15 @@ const db = new Database(store, config.statementTimeoutMs);
 
 // The port is bound before demo tokens are issued, so a start whose address was taken after
 // checkAddress revokes none of the running instance's (migrations are idempotent).
-const app = await buildApp(config, db);
+let app: FastifyInstance | undefined;
 try {
+  app = await buildApp(config, db);
   await app.listen({ port: config.port, host: config.host });
 } catch (error) {
-  const refusal = listenRefusal(error, config);
+  // A server a setting names may refuse it only as the plugins load (the Redis database).
+  const refusal = error instanceof SettingRefused ? `Cannot start: ${error.message}.` : listenRefusal(error, config);
   if (!refusal) throw error;
-  await app.close();
+  await app?.close();
   await store.close();
   refuseToStart(refusal);
 }
@@ -117,7 +120,8 @@ if (!config.databaseUrl && config.demo) {
   });
 }
 
-const baseUrl = `http://${config.host}:${config.port}`;
+// An IPv6 address is bracketed in a URL (RFC 3986): `http://::1:8080` is no URL, and curl refused the line printed with it.
+const baseUrl = `http://${isIPv6(config.host) ? `[${config.host}]` : config.host}:${config.port}`;
 
 /** After the shutdown limit, how long the store's close may take before the process exits 1. */
 const SHUTDOWN_CLOSE_MS = 5_000;

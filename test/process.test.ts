@@ -157,11 +157,19 @@ describe('npm start and its data folder and port', () => {
       // Taken, these loaded the demo data and failed the limits open for good.
       [{ PDS_DEMO: 'maybe' }, /^Cannot start: PDS_DEMO must be "on" or "off" \(or 1 or 0\), got "maybe"\.$/],
       [{ REDIS_URL: 'http://127.0.0.1:6379' }, /^Cannot start: REDIS_URL must be a Redis URL such as redis:\/\/host:6379, got one of scheme http:\.$/],
+      // This one started, revoked the demo tokens of the start before, and ended with a stack trace 2 s later.
+      [{ REDIS_URL: 'redis://127.0.0.1:6379/abc' }, /^Cannot start: REDIS_URL's path must be a database number \(redis:\/\/host:6379\/2\) or nothing, got "\/abc"\.$/],
       [{ PDS_READ_LIMIT_PER_MIN: '-1' }, /^Cannot start: PDS_READ_LIMIT_PER_MIN must be a positive integer/],
       [{ DATABASE_URL: 'mysql://someone:secret@127.0.0.1/db' }, /^Cannot start: DATABASE_URL must be a PostgreSQL URL .* scheme mysql:\.$/],
       [{ DATABASE_URL: 'not a url' }, /^Cannot start: DATABASE_URL must be a PostgreSQL URL .* does not parse\.$/],
       [{ DATABASE_URL: `postgres://someone:secret@127.0.0.1:${await freePort()}/db` }, /^Cannot start: the PostgreSQL server at 127\.0\.0\.1:\d+ is unavailable \(ECONNREFUSED\); check DATABASE_URL/],
     ];
+    if (process.env.TEST_REDIS_URL) {
+      // Redis has 16 databases unless told otherwise: this one counted in database 0, unannounced.
+      const url = new URL(process.env.TEST_REDIS_URL);
+      url.pathname = '/99';
+      cases.push([{ REDIS_URL: url.href }, /^Cannot start: REDIS_URL names database 99, which the Redis server refuses \(ERR DB index is out of range\)\.$/]);
+    }
     if (process.env.TEST_DATABASE_URL) {
       const url = new URL(process.env.TEST_DATABASE_URL);
       url.pathname = '/pds_no_such_database';
@@ -172,6 +180,18 @@ describe('npm start and its data folder and port', () => {
       assert.match(line, expected, JSON.stringify(env));
       assert.ok(!line.includes('secret'), 'the password never reaches the output');
     }
+  });
+
+  // Reported in an audit: the banner printed http://::1:<port>, which curl refuses.
+  test('on an IPv6 address the banner\'s base URL and curl line bracket it, and the line works', async () => {
+    const otherPort = await freePort();
+    const started = start(await folder(), otherPort, { HOST: '::1' });
+    const token = await serving(started);
+    assert.match(started.stderr(), new RegExp(`Partner data service on http://\\[::1\\]:${otherPort} `));
+    const curlUrl = /curl .* "(\S+)"/.exec(started.stderr())![1];
+    assert.equal((await fetch(curlUrl, { headers: { authorization: `Bearer ${token}` } })).status, 200);
+    started.child.kill('SIGTERM');
+    assert.deepEqual(await once(started.child, 'exit'), [0, null]);
   });
 
   test('standard output is JSON lines only: the banner is on standard error', async () => {

@@ -8,7 +8,8 @@
 import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { Redis } from 'ioredis';
+import { Redis, ReplyError } from 'ioredis';
+import { SettingRefused } from '../config.ts';
 import { apiError } from '../errors.ts';
 import { type RateLimitKind, notesOf } from './request-notes.ts';
 import { SharedCounts, failingFast, redisCountServer } from './shared-counts.ts';
@@ -138,13 +139,38 @@ async function sharedCounts(app: FastifyInstance, redisUrl: string | undefined):
     redis.disconnect();
   });
   // Commands are not queued, so requests served before the connection is up would go
-  // uncounted: the start waits for it, but not past a refusal or the connect timeout.
+  // uncounted: the start waits for it, but not past a refused connection or the connect timeout.
+  // A command the server refuses (the database's SELECT, sent before the connection is ready)
+  // does not end the wait.
   await new Promise<void>((resolve) => {
-    redis.once('ready', resolve);
-    redis.once('error', () => resolve());
-    setTimeout(resolve, REDIS_CONNECT_TIMEOUT_MS).unref();
+    const connectionFailed = (error: Error) => {
+      if (!(error instanceof ReplyError)) done();
+    };
+    const done = () => {
+      redis.off('ready', done).off('error', connectionFailed);
+      resolve();
+    };
+    redis.once('ready', done).on('error', connectionFailed);
+    setTimeout(done, REDIS_CONNECT_TIMEOUT_MS).unref();
   });
+  await checkDatabase(redis);
   return RedisCounts;
+}
+
+/**
+ * The database REDIS_URL names, selected again once Redis answers: a server that refuses it
+ * (`/99` of 16 databases) refuses the start. ioredis kept the connection on database 0 and said
+ * nothing, so the counts mixed with whatever else uses it.
+ */
+async function checkDatabase(redis: Redis): Promise<void> {
+  const database = Number(redis.options.db ?? 0);
+  if (redis.status !== 'ready' || database === 0) return;
+  try {
+    await redis.select(database);
+  } catch (error) {
+    redis.disconnect();
+    throw new SettingRefused(`REDIS_URL names database ${database}, which the Redis server refuses (${(error as Error).message})`);
+  }
 }
 
 /**
