@@ -35,9 +35,13 @@ const rotateBody = optionalBody(rotateOptions);
 /** The token record and, this once, its secret. */
 const issuedToken = Type.Object({ ...recordSchema('tokens').properties, token: Type.String() }, { additionalProperties: false });
 
-/** Compared with this process's clock, the one that later refuses the expired token. */
-function requireFuture(expires: string | undefined): void {
-  if (expires === undefined) return;
+/**
+ * The expiry as the instant in UTC that is stored, compared with this process's clock, the one
+ * that later refuses the expired token. RFC 3339 offsets reach ±23:59 and PostgreSQL's ±15:59:
+ * `+23:59` was stored as sent and refused 400 `22009`.
+ */
+function futureInstant(expires: string | undefined): string | undefined {
+  if (expires === undefined) return undefined;
   const at = Date.parse(expires);
   // The schema's date-time takes a leap second (23:59:60), which JavaScript's clock cannot read.
   if (Number.isNaN(at)) {
@@ -46,6 +50,7 @@ function requireFuture(expires: string | undefined): void {
   if (at <= Date.now()) {
     throw apiError('INVALID_BODY', `expires_at must be in the future; ${expires} is not.`);
   }
+  return new Date(at).toISOString();
 }
 
 export const tokenRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: TokenAuthenticator }> = async (app, { db, tokens }) => {
@@ -54,11 +59,10 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: Toke
     if (input.consortium_id && input.can_write) {
       throw apiError('INVALID_BODY', 'Consortium tokens are read only: can_write must be false.');
     }
-    requireFuture(input.expires_at);
+    const expiresAt = futureInstant(input.expires_at);
     reply.code(201);
     return db.asOperator((tx) => issueToken(tx, {
-      universityId: input.university_id, consortiumId: input.consortium_id, canWrite: input.can_write,
-      expiresAt: input.expires_at, label: input.label,
+      universityId: input.university_id, consortiumId: input.consortium_id, canWrite: input.can_write, expiresAt, label: input.label,
     }));
   });
 
@@ -66,8 +70,8 @@ export const tokenRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: Toke
     schema: { params: idParams, body: rotateBody, response: { 201: issuedToken } },
   }, async (request, reply) => {
     const { grace_seconds: graceSeconds = OPERATOR_DEFAULTS.rotationGraceSeconds, expires_at: expires } = request.body ?? {};
-    requireFuture(expires);
-    const issued = await db.asOperator((tx) => rotateToken(tx, request.params.id, { graceSeconds, expiresAt: expires }));
+    const expiresAt = futureInstant(expires);
+    const issued = await db.asOperator((tx) => rotateToken(tx, request.params.id, { graceSeconds, expiresAt }));
     if (!issued) throw apiError('NOT_FOUND', 'No token has that id.');
     // The old token's new expiry applies to its next request here, not after the cache time.
     tokens.forget(request.params.id);
