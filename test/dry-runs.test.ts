@@ -97,6 +97,25 @@ for (const backend of storeBackends()) {
       assert.ok(history.some((entry) => entry.reason === 'cohort_move'), 'the real write recorded the move the dry run only reported');
     });
 
+    test('a batch that writes nothing, of students or cohorts, leaves every table as it was, its change number included; with an Idempotency-Key its answer is kept', async () => {
+      const known = student();
+      await write('PUT', 'students', [known]);
+      const before = await databaseContents(h);
+      const students = await write('PUT', 'students', [known, student({ cohort_name: 'no-such-cohort' })]);
+      assert.deepEqual(students.counts, { created: 0, updated: 0, unchanged: 1, rejected: 1 });
+      const cohorts = await write('PUT', 'cohorts', [PAST_COHORT]);
+      assert.deepEqual(cohorts.counts, { created: 0, updated: 0, unchanged: 1, rejected: 0 });
+      assert.deepEqual(await databaseContents(h), before);
+      const keyed = () => h.request({
+        method: 'PUT', url: '/v1/students', payload: JSON.stringify({ students: [known] }),
+        headers: { authorization: `Bearer ${writeToken}`, 'content-type': 'application/json', 'idempotency-key': `replay-${serial}` },
+      });
+      assert.equal((await keyed()).headers['idempotent-replayed'], undefined);
+      const again = await keyed();
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(again.json.counts, { created: 0, updated: 0, unchanged: 1, rejected: 0 });
+    });
+
     test('POST students: a create and an ALREADY_EXISTS', async () => {
       const existing = student();
       await write('PUT', 'students', [existing]);

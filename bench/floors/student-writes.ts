@@ -8,7 +8,8 @@
  *   number and secondary address; the address register; erased numbers; the cohort), claim the
  *   addresses, insert the accounts, the students and their alumni history, and stamp the cohort they
  *   joined for the change feed;
- * - its replay: the same state read alone, every row found;
+ * - its replay: the same state read alone, every row found, rolled back as the service rolls back
+ *   a batch that wrote nothing (src/writes/batches.ts);
  * - PATCH with cohort moves: lock, state read, move the students, stamp the cohorts they left and
  *   joined for the change feed, insert their alumni history.
  * What the floors leave out is the service's own work: token lookup, row validation, row codes,
@@ -139,9 +140,14 @@ async function moveStudents(tx: Queryable, universityId: string, rows: readonly 
   return moves.length;
 }
 
+/** Thrown out of the replay's transaction, so that the store rolls it back, with the rows it found. */
+class RolledBack {
+  constructor(readonly count: number) {}
+}
+
 async function readState(tx: Queryable, universityId: string, rows: readonly BenchStudent[]): Promise<number> {
   const { students } = await lockAndRead(tx, universityId, rows);
-  return students.length;
+  throw new RolledBack(students.length);
 }
 
 /** The floor of each benchmark request, by the path the client sends it to. */
@@ -161,7 +167,8 @@ export async function startWriteFloors(store: Store, universityId: string): Prom
       for await (const chunk of request) chunks.push(chunk as Buffer);
       const { students } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { students: BenchStudent[] };
       const floor = FLOORS[request.url ?? '']!;
-      const count = await store.transaction((tx) => floor(tx, universityId, students), { settings });
+      const count = await store.transaction((tx) => floor(tx, universityId, students), { settings })
+        .catch((error: unknown) => (error instanceof RolledBack ? error.count : Promise.reject(error)));
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ count }));
     } catch (error) {
       response.writeHead(500, { 'content-type': 'text/plain' }).end(String(error));

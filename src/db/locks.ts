@@ -13,7 +13,7 @@ import { type Queryable, pipelined } from './store.ts';
  * The row lock is held to commit, so a number is drawn only once the previous one committed or
  * rolled back: per university the numbers are in commit order, which is what lets the change
  * feed (src/query/changes.ts) follow them without skipping a change. A rolled-back transaction
- * (a dry run) gives its number back.
+ * (a dry run, a batch that wrote nothing) gives its number back.
  */
 export const UNIVERSITY_LOCK = `insert into tenants (university_id, change_seq) values ($1::uuid, 1)
   on conflict (university_id) do update set change_seq = tenants.change_seq + 1 returning change_seq`;

@@ -6,7 +6,8 @@
  * A deadlock with another university's batch is such a race for every row the attempt changed:
  * the attempt runs in a savepoint, so the deadlock undoes it alone and never fails the batch.
  * A dry run (Prefer: tx=rollback) is the same work in the same transaction, rolled back at the end
- * instead of committed: its answer is the one the real write would give, and nothing stays.
+ * instead of committed: its answer is the one the real write would give, and nothing stays. A
+ * batch that wrote nothing is rolled back too (wroteNothing).
  * Whatever must be kept with the batch or not at all (an idempotency key's answer) is written in
  * its transaction before the commit (`beforeCommit`).
  */
@@ -63,14 +64,24 @@ export interface WriteOptions {
   readonly beforeCommit?: (tx: Queryable, answer: BatchAnswer) => Promise<void>;
 }
 
-/** Thrown out of a dry run's finished transaction so that the store rolls it back; it carries the answer out. */
-class DryRunFinished<Answer> extends Error {
+/** Thrown out of a finished transaction that is not to commit, so that the store rolls it back; it carries the answer out. */
+class RollBack<Answer> extends Error {
   constructor(readonly answer: Answer) {
-    super('dry run finished');
+    super('rolled back');
   }
 }
 
-/** Runs `work` in one partner transaction of the university, committed or, for a dry run, rolled back. */
+/**
+ * A batch that created and updated nothing (a replay: every row unchanged or rejected) wrote
+ * nothing but its lock's change number (src/db/locks.ts): it rolls back, and gives the number
+ * back, where a commit would flush that write to disk.
+ */
+const wroteNothing = (answer: BatchAnswer) => answer.counts.created === 0 && answer.counts.updated === 0;
+
+/**
+ * Runs `work` in one partner transaction of the university, committed or, for a dry run and a
+ * batch that wrote nothing with nothing to keep (`beforeCommit`), rolled back.
+ */
 async function batchTransaction<Answer extends BatchAnswer>(
   db: Database, universityId: string, { dryRun, beforeCommit }: WriteOptions, work: (tx: Queryable) => Promise<Answer>,
 ): Promise<Answer> {
@@ -78,11 +89,11 @@ async function batchTransaction<Answer extends BatchAnswer>(
     return await db.asUniversity(universityId, async (tx) => {
       const answer = await work(tx);
       await beforeCommit?.(tx, answer);
-      if (dryRun) throw new DryRunFinished(answer);
+      if (dryRun || (beforeCommit === undefined && wroteNothing(answer))) throw new RollBack(answer);
       return answer;
     });
   } catch (error) {
-    if (!(error instanceof DryRunFinished)) throw error;
+    if (!(error instanceof RollBack)) throw error;
     return error.answer as Answer;
   }
 }
