@@ -11,6 +11,7 @@ import { type AddressInfo, type Server, type Socket, connect, createServer } fro
 import { after, before, describe, test } from 'node:test';
 import { LIMITS } from '../src/limits.ts';
 import { eventually } from './support/eventually.ts';
+import { parseExposition } from './support/prometheus.ts';
 import { ADMIN_KEY, Harness, type Response } from './support/harness.ts';
 
 interface RawResponse {
@@ -364,6 +365,13 @@ describe('CONNECT pipelined behind a page being streamed', () => {
   });
 });
 
+/** The PUTs of students the metrics count, by status. */
+async function putsByStatus(h: Harness): Promise<Record<string, number>> {
+  const samples = parseExposition((await h.request({ method: 'GET', url: '/metrics' })).body)
+    .filter((s) => s.name === 'pds_http_requests_total' && s.labels.route === '/v1/students' && s.labels.method === 'PUT');
+  return Object.fromEntries(samples.map((s) => [s.labels.status, s.value]));
+}
+
 describe('a body that stops arriving', () => {
   let h: Harness;
   let port: number;
@@ -381,6 +389,9 @@ describe('a body that stops arriving', () => {
     const response = await raw(port, [head, '{"students": '], 50);
     assertErrorBody(response, 408, 'REQUEST_TIMEOUT');
     assert.ok(response.closedAfterMs >= 400 && response.closedAfterMs < 3_000, `closed after ${response.closedAfterMs} ms`);
+    // Reported in an audit: the metrics (and the access log) said 400 INVALID_BODY, an answer never sent.
+    await eventually(async () => Object.keys(await putsByStatus(h)).length > 0, 3_000, 'the PUT counted');
+    assert.deepEqual(await putsByStatus(h), { 408: 1 });
   });
 
   test('a socket idle after its answer is still closed, at the keep-alive timeout', async () => {

@@ -144,7 +144,30 @@ function writeAfterPending(socket: Socket, answer: ApiError): void {
 function answerRaw(socket: Socket, answer: ApiError): void {
   if (answeredRaw.has(socket)) return;
   answeredRaw.add(socket);
+  const arriving = requestArriving(socket);
+  if (arriving) rawAnswers.set(arriving, answer);
   writeAfterPending(socket, answer);
+}
+
+/** The raw answers routed requests got while their bodies were arriving (rawAnswerOf). */
+const rawAnswers = new WeakMap<IncomingMessage, ApiError>();
+
+/**
+ * The raw answer the request got while its body was arriving (a 408), if it did: its route then
+ * fails to read the body, and the error handler (src/http/errors.ts) reports this answer, where
+ * the access log and the metrics said 400 INVALID_BODY, an answer never sent.
+ */
+export const rawAnswerOf = (request: IncomingMessage): ApiError | undefined => rawAnswers.get(request);
+
+/** The routed request on the socket whose body is still arriving, unanswered: a raw answer is its answer. */
+function requestArriving(socket: Socket): IncomingMessage | undefined {
+  const last = exchanges.get(socket)?.last;
+  return last && !last.request.complete && !last.response.headersSent ? last.request : undefined;
+}
+
+/** A raw answer is logged as a `client error` line unless it is a routed request's, whose own access-log line gives it. */
+function logRawAnswer(app: FastifyInstance, socket: Socket, fields: Record<string, unknown>): void {
+  if (!requestArriving(socket)) app.log.info(fields, 'client error');
 }
 
 /**
@@ -164,7 +187,7 @@ export function answerDetached(socket: Socket, answer: ApiError): void {
 function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || answeredRaw.has(socket)) return;
   const answer = parserErrorToApiError(error);
-  this.log.info({ code: answer.code, parserError: error.code }, 'client error');
+  logRawAnswer(this, socket, { code: answer.code, parserError: error.code });
   // Input still arriving is read and dropped until the socket closes.
   socket.resume();
   answerRaw(socket, answer);
@@ -226,10 +249,7 @@ export const edge = fp(async (app: FastifyInstance) => {
   // the request timeout answers a body that trickles. At the defaults both are 30 s, and the
   // silent close came first. With this listener Node closes none itself.
   app.server.on('timeout', (socket: Socket) => {
-    const last = exchanges.get(socket)?.last;
-    const bodyStalled = last !== undefined && !last.request.complete && !last.response.headersSent && socket.writable;
-    if (bodyStalled && !answeredRaw.has(socket)) {
-      app.log.info({ code: 'REQUEST_TIMEOUT' }, 'client error');
+    if (requestArriving(socket) && socket.writable && !answeredRaw.has(socket)) {
       answerRaw(socket, apiError('REQUEST_TIMEOUT'));
     } else {
       socket.destroy();

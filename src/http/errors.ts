@@ -8,6 +8,7 @@ import fp from 'fastify-plugin';
 import { ApiError, apiError } from '../errors.ts';
 import { JSON_CONTENT_TYPE } from '../query/media-types.ts';
 import { PATTERN_MEANINGS } from '../resources/text.ts';
+import { rawAnswerOf } from './edge.ts';
 import { notesOf } from './request-notes.ts';
 import { databaseErrorToApiError, storeErrorClass } from './sqlstates.ts';
 
@@ -60,9 +61,9 @@ export const endpointNotFound = (method: string, url: string) => apiError('NOT_F
 /** The error and not-found handlers of the whole app (fastify-plugin, so they are the root's). */
 export const errorHandling = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const answer = error instanceof ApiError
+    const answer = rawAnswerOf(request.raw) ?? (error instanceof ApiError
       ? error
-      : fastifyErrorToApiError(error, request) ?? databaseErrorToApiError(error, request.body) ?? clientErrorToApiError(error);
+      : fastifyErrorToApiError(error, request) ?? databaseErrorToApiError(error, request.body) ?? clientErrorToApiError(error));
     const notes = notesOf(request);
     notes.errorCode = answer?.code ?? 'INTERNAL';
     notes.storeErrorClass = storeErrorClass(error) ?? undefined;
