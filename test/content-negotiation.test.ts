@@ -157,6 +157,17 @@ describe('Accept over HTTP', () => {
         assert.deepEqual(vary(response), ['accept', 'origin', 'prefer', 'range'], `${method} ${accept}`);
       }
     }
+    // Reported in an audit: a refusal by one of them, and the change feed and /v1/me, which answer JSON or 406 by Accept, named Origin alone.
+    const refused = await h.get('/v1/cohorts?select=name', university.read_token, { accept: 'application/xml' });
+    assert.equal(refused.status, 406);
+    assert.deepEqual(vary(refused), ['accept', 'origin', 'prefer', 'range']);
+    for (const url of ['/v1/changes?limit=1', '/v1/me']) {
+      for (const accept of ['application/json', 'text/csv']) {
+        const response = await h.get(url, university.read_token, { accept, origin: 'https://app.example' });
+        assert.equal(response.status, accept === 'text/csv' ? 406 : 200, `${url} ${accept}`);
+        assert.deepEqual(vary(response), ['accept', 'origin'], `${url} ${accept}`);
+      }
+    }
   });
 
   test('a wildcard never selects the single object: JSON refused and */* is CSV, not one object', async () => {

@@ -10,6 +10,7 @@ import { FEEDS, type Feed, parseChangesRequest, readChanges } from '../query/cha
 import { JSON_CONTENT_TYPE, requireJsonAccept } from '../query/media-types.ts';
 import { checkQueryStringLength } from '../query/query-string.ts';
 import { rawQueryString } from './read-routes.ts';
+import { varyOn } from './response-headers.ts';
 import { resourcesByName } from '../resources/registry.ts';
 
 const CHANGES_PATH = 'changes';
@@ -21,6 +22,8 @@ function feedHandler(db: Database, feed: Feed) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     // A cursor of 24 KB was read (and its positions dropped) where any other read is 414.
     checkQueryStringLength(rawQueryString(request));
+    // JSON or 406 by Accept.
+    varyOn(reply, 'Accept');
     requireJsonAccept(request.headers.accept);
     const changes = parseChangesRequest(feed, request.query as Record<string, unknown>);
     const body = await readChanges(db, request.principal, changes);

@@ -10,6 +10,7 @@ import { describeToken } from '../domain/tokens.ts';
 import { LIMITS, LIMIT_DESCRIPTIONS, type Limit } from '../limits.ts';
 import { requireJsonAccept } from '../query/media-types.ts';
 import { resourcesByName } from '../resources/registry.ts';
+import { varyOn } from './response-headers.ts';
 import { nullable, timestamp, tokenScope, uuid } from './schemas.ts';
 
 export const ME_PATH = 'me';
@@ -79,7 +80,9 @@ export const meRoute: FastifyPluginAsyncTypebox<MeRouteOptions> = async (app, op
   // Documented in src/http/openapi/operations.ts.
   app.get(`/${ME_PATH}`, {
     schema: { response: { 200: meResponse } },
-  }, async (request) => {
+  }, async (request, reply) => {
+    // JSON or 406 by Accept.
+    varyOn(reply, 'Accept');
     requireJsonAccept(request.headers.accept);
     const token = await options.db.asOperator((tx) => describeToken(tx, request.principal.tokenId));
     return {

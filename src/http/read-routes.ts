@@ -15,6 +15,7 @@ import { readPlanOf } from '../query/read-plans.ts';
 import { type ReadRequestInput, parseReadRequest } from '../query/read-request.ts';
 import { type Resource, resources } from '../resources/registry.ts';
 import { type ReadResponseHead, readResponseHead } from './read-response.ts';
+import { varyOn } from './response-headers.ts';
 
 /** The raw query string, undecoded. */
 export function rawQueryString(request: FastifyRequest): string {
@@ -27,7 +28,7 @@ export function rawQueryString(request: FastifyRequest): string {
  * The request headers beside the URL that `readRequestInput` reads, so that a cache keeps one
  * answer per combination (RFC 9110, 12.5.5): the same URL answers JSON or CSV by Accept, a total
  * by Prefer and another page by Range, whose `<first>-<last>` without a unit a cache would not
- * read as a byte range. CORS names Origin already (src/http/cors.ts).
+ * read as a byte range.
  */
 const READ_VARY = 'Accept, Prefer, Range';
 
@@ -43,6 +44,7 @@ const readRequestInput = (request: FastifyRequest): ReadRequestInput => ({
 function readHandler(db: Database, resource: Resource, plannedCounts: boolean, largePages: LargePageSlots) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const head = request.method === 'HEAD';
+    varyOn(reply, READ_VARY);
     const plan = readPlanOf(resource, readRequestInput(request));
     const result = await executeRead(db, request.principal, plan, {
       head,
@@ -60,8 +62,7 @@ function readHandler(db: Database, resource: Resource, plannedCounts: boolean, l
       throw error;
     }
     const { status, headers } = responseHead;
-    const vary = reply.getHeader('vary');
-    reply.code(status).headers(headers).header('vary', vary === undefined ? READ_VARY : `${String(vary)}, ${READ_VARY}`);
+    reply.code(status).headers(headers);
     return reply.send(head ? undefined : result.body);
   };
 }
