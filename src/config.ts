@@ -162,7 +162,7 @@ export const SETTINGS = {
   // As ioredis reads them; another was taken, and the limits failed open for good.
   redisUrl: serverUrl('REDIS_URL', 'share rate-limit counts between instances through Redis', 'Redis', ['redis:', 'rediss:'], 'redis://host:6379', redisDatabasePath),
   trustProxy: trustedRanges('PDS_TRUST_PROXY', 'the load balancers\' addresses or CIDR ranges, comma-separated: their `X-Forwarded-For` names the source IP the limits count; unset, the TCP peer is the source'),
-  readLimitPerMin: integer('PDS_READ_LIMIT_PER_MIN', 600, 'read requests (GET and HEAD under /v1: resources, /v1/me, the change feed) per minute per source IP'),
+  readLimitPerMin: integer('PDS_READ_LIMIT_PER_MIN', 600, 'reads per minute per source IP: every request under /v1 with a valid token but a POST, PUT, PATCH or DELETE (resources, /v1/me, the change feed, a method refused 405)'),
   writeLimitPerMin: integer('PDS_WRITE_LIMIT_PER_MIN', 60, 'write requests per minute per token'),
   authFailureLimitPerMin: integer('PDS_AUTH_FAILURE_LIMIT_PER_MIN', 600, 'failed authentications (token, operator or metrics key) per minute per source IP; then 429 before any lookup'),
   demo: onOff('PDS_DEMO', true, 'a new embedded store gets demo data; `off` (or `0`) skips'),
