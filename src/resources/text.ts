@@ -56,8 +56,9 @@ export const PATTERN_MEANINGS: Readonly<Record<string, string>> = {
 /** Whether the string holds a character no single-line field takes (see REFUSED_CHARACTER); callers pass it trimmed. */
 export const hasRefusedCharacter = (value: string) => REFUSED_CHARACTER.test(value);
 
+const ASCII = /^[\x00-\x7f]*$/;
 /** Whether the string is ASCII alone, which many checks of Unicode text can skip. */
-export const isAscii = (value: string) => /^[\x00-\x7f]*$/.test(value);
+export const isAscii = (value: string) => ASCII.test(value);
 
 /** Whether the string holds a NUL, which PostgreSQL refuses in text: the whole statement fails (22021). */
 export const hasNul = (value: string) => value.includes('\u0000');
