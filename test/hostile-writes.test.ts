@@ -76,6 +76,34 @@ for (const backend of backends()) {
       });
     });
 
+    // Reported in an audit: a row of 340,000 made-up fields held the event loop 0.5–0.7 s, and a
+    // 4 MB email came back whole; either answer was kept a day for an Idempotency-Key.
+    describe('what a batch can make its answer hold', () => {
+      test('more than 200 distinct field names, or a name of more than 100 characters, refuse the batch: 400, nothing written', async () => {
+        const fields = Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`extra_${i}`, 1]));
+        const others = Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`other_${i}`, 1]));
+        const rows = [student(fields), student(others)];
+        for (const batch of [rows, [student({ ['x'.repeat(101)]: 1 })]]) {
+          const res = await send('PUT', 'students', batch);
+          assert.deepEqual([res.status, res.json.code], [400, 'INVALID_BODY'], res.body);
+        }
+        assert.equal(await count('email = any($1::text[])', [`{${rows.map((r) => r.email).join(',')}}`]), 0);
+        const fine = await send('PUT', 'students', [student(fields), student({ ['y'.repeat(100)]: 1 })]);
+        assert.equal(fine.status, 200, fine.body);
+        assert.equal(fine.json.dropped_fields.length, 102);
+      });
+
+      test('a result echoes at most 1,000 characters of a row\'s email or name', async () => {
+        const padded = student();
+        const students = await send('PUT', 'students', [{ ...student(), email: `${'x'.repeat(5_000)}@bayview.example.edu` }, { ...padded, email: `${' '.repeat(2_000)}${padded.email}` }]);
+        assert.equal(students.status, 200, students.body);
+        assert.deepEqual(students.json.results.map((r: any) => [r.code ?? r.status, r.email]), [
+          ['INVALID_EMAIL', `${'x'.repeat(1_000)}…`], ['created', `${' '.repeat(1_000)}…`]]);
+        const cohorts = await send('PUT', 'cohorts', [{ ...COHORT, name: 'c'.repeat(5_000) }]);
+        assert.deepEqual(cohorts.json.results.map((r: any) => [r.code, r.name]), [['INVALID_NAME', `${'c'.repeat(1_000)}…`]]);
+      });
+    });
+
     describe('an unpaired surrogate, which UTF-8 cannot store, rejects its own row, so a replay answers as the first call', () => {
       // JSON carries a lone `\ud800`; stored, it became U+FFFD, and the row no longer matched what it wrote.
       test('student rows: INVALID_EMAIL or INVALID_FIELD naming the field, on a PUT and on its replay; the valid row is written once', async () => {

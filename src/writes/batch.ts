@@ -25,17 +25,46 @@ export interface BatchAnswer {
   readonly results: readonly { readonly status: RowStatus; readonly code?: string }[];
 }
 
+/** A row's key (its email, a cohort's name) as its result echoes it: cut at LIMITS.echoedKeyChars. */
+export const echoedKey = <Key extends string | null>(sent: Key): Key =>
+  (sent !== null && sent.length > LIMITS.echoedKeyChars ? `${sent.slice(0, LIMITS.echoedKeyChars)}…` : sent) as Key;
+
 export const reject = <Code extends string>(code: Code, message: string): Rejection<Code> => ({ code, message });
 
-/** The rows of `{ <key>: [ … ] }`, or a request-level error. */
-export function batchRows(body: unknown, key: WritableResource): unknown[] {
+/** A batch's rows as sent, and the field names they use between them. */
+export interface BatchRows {
+  readonly rows: readonly unknown[];
+  readonly fieldNames: ReadonlySet<string>;
+}
+
+/** The rows of `{ <key>: [ … ] }` and their field names, or a request-level error. */
+export function batchRows(body: unknown, key: WritableResource): BatchRows {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw apiError('INVALID_BODY', `The body must be a JSON object of the form {"${key}": [...]}.`);
   }
   const rows = (body as Record<string, unknown>)[key];
   if (!Array.isArray(rows)) throw apiError('INVALID_BODY', `The body lacks the "${key}" array.`);
   if (rows.length > LIMITS.batchRows) throw apiError('BATCH_TOO_LARGE', rows.length);
-  return rows;
+  return { rows, fieldNames: fieldNamesOf(rows) };
+}
+
+/** The field names of the rows that are objects, within LIMITS.batchFieldNames and LIMITS.fieldNameChars. */
+function fieldNamesOf(rows: readonly unknown[]): Set<string> {
+  const names = new Set<string>();
+  for (const row of rows) {
+    if (row === null || typeof row !== 'object' || Array.isArray(row)) continue;
+    for (const name in row) {
+      if (names.has(name)) continue;
+      if (name.length > LIMITS.fieldNameChars) {
+        throw apiError('INVALID_BODY', `A row names a field of more than ${LIMITS.fieldNameChars} characters.`);
+      }
+      names.add(name);
+      if (names.size > LIMITS.batchFieldNames) {
+        throw apiError('INVALID_BODY', `The rows name more than ${LIMITS.batchFieldNames} distinct fields between them.`);
+      }
+    }
+  }
+  return names;
 }
 
 export function countOutcomes(results: readonly { status: RowStatus }[]): Record<RowStatus, number> {
@@ -45,12 +74,5 @@ export function countOutcomes(results: readonly { status: RowStatus }[]): Record
 }
 
 /** Names sent in any row that the record does not hold, sorted. */
-export function droppedFields(rows: readonly unknown[], held: ReadonlySet<string>): string[] {
-  const dropped = new Set<string>();
-  for (const row of rows) {
-    if (row && typeof row === 'object' && !Array.isArray(row)) {
-      for (const key of Object.keys(row)) if (!held.has(key)) dropped.add(key);
-    }
-  }
-  return [...dropped].sort();
-}
+export const droppedFields = ({ fieldNames }: BatchRows, held: ReadonlySet<string>): string[] =>
+  [...fieldNames].filter((name) => !held.has(name)).sort();

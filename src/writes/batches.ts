@@ -17,7 +17,7 @@ import { type Queryable, pipelined, statementsWritten } from '../db/store.ts';
 import { pipelinedBatch } from '../db/locks.ts';
 import { LOST_RACE_SQLSTATES, inSavepoint } from '../db/savepoint.ts';
 import { todayUtc } from '../domain/alumni.ts';
-import { type BatchAnswer, type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, reject } from './batch.ts';
+import { type BatchAnswer, type Rejection, type WriteMode, batchRows, countOutcomes, droppedFields, echoedKey, reject } from './batch.ts';
 import { applyCohortChanges, loadCohortState } from './cohort-store.ts';
 import { COHORT_FIELDS, type CohortResult, cohortResult, decideCohortBatch, validateCohortRow } from './cohort-rules.ts';
 import { STUDENT_FIELDS, sentStudentKeys, validateStudentBatch } from './student-rows.ts';
@@ -109,14 +109,15 @@ const isChange = (d: StudentDecision): d is Extract<StudentDecision, { kind: 'cr
  * two take turns as before.
  */
 export async function writeStudents(db: Database, universityId: string, mode: WriteMode, body: unknown, options: WriteOptions) {
-  const raw = batchRows(body, 'students');
+  const batch = batchRows(body, 'students');
+  const raw = batch.rows;
   const context = { mode, today: todayUtc(), newId: randomUUID };
   return batchTransaction(db, universityId, options, (tx) => pipelinedBatch(tx, universityId, async (changeSeq) => {
     const sentKeysRead = readNamedState(tx, universityId, sentStudentKeys(raw));
     return pipelined(sentKeysRead, async () => {
       await statementsWritten();
       const { rows, results } = splitValidated(validateStudentBatch(raw, mode),
-        (v): StudentResult => ({ email: v.sentEmail, status: 'rejected', ...v.rejected }));
+        (v): StudentResult => ({ email: echoedKey(v.sentEmail), status: 'rejected', ...v.rejected }));
       // The first attempt decides on that read; a row decided again after a lost race is read again.
       let firstRead: Promise<NamedState> | undefined = sentKeysRead;
       const losers = await settleRaces(rows, async (pending) => {
@@ -132,13 +133,13 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
         return lost;
       });
       for (const row of losers) {
-        results[row.index] = { email: row.sentEmail, status: 'rejected', ...reject('CONCURRENT_WRITE', 'Another write raced this row at the same moment, and again on its retry; retry the row.') };
+        results[row.index] = { email: echoedKey(row.sentEmail), status: 'rejected', ...reject('CONCURRENT_WRITE', 'Another write raced this row at the same moment, and again on its retry; retry the row.') };
       }
       return {
         counts: countOutcomes(results),
         cohorts_created: 0,
         invitations_sent: 0,
-        dropped_fields: droppedFields(raw, STUDENT_FIELDS),
+        dropped_fields: droppedFields(batch, STUDENT_FIELDS),
         results,
       };
     });
@@ -146,14 +147,14 @@ export async function writeStudents(db: Database, universityId: string, mode: Wr
 }
 
 export async function writeCohorts(db: Database, universityId: string, mode: WriteMode, body: unknown, options: WriteOptions) {
-  const raw = batchRows(body, 'cohorts');
-  const { rows, results } = splitValidated(raw.map((row, index) => validateCohortRow(row, index, mode)),
-    (v): CohortResult => ({ name: v.name, status: 'rejected', ...v.rejected }));
+  const batch = batchRows(body, 'cohorts');
+  const { rows, results } = splitValidated(batch.rows.map((row, index) => validateCohortRow(row, index, mode)),
+    (v): CohortResult => ({ name: echoedKey(v.name), status: 'rejected', ...v.rejected }));
   return batchTransaction(db, universityId, options, (tx) => pipelinedBatch(tx, universityId, async (changeSeq) => {
     const state = await loadCohortState(tx, universityId, rows);
     const decisions = decideCohortBatch(rows, state, mode, randomUUID);
     await applyCohortChanges(tx, universityId, await changeSeq, state, decisions);
     for (const d of decisions) results[d.row.index] = cohortResult(d);
-    return { counts: countOutcomes(results), dropped_fields: droppedFields(raw, COHORT_FIELDS), results };
+    return { counts: countOutcomes(results), dropped_fields: droppedFields(batch, COHORT_FIELDS), results };
   }));
 }

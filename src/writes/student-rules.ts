@@ -4,7 +4,7 @@
  * state.
  */
 import { type AlumniChange, alumniChanges, impliedAlumni } from '../domain/alumni.ts';
-import { type RowStatus, type WriteMode, reject } from './batch.ts';
+import { type RowStatus, type WriteMode, echoedKey, reject } from './batch.ts';
 import { STUDENT_ROW_CODES, type StudentRowCode } from './row-codes.ts';
 import type { StudentRejection, StudentRow } from './student-rows.ts';
 
@@ -283,7 +283,7 @@ export interface StudentResult {
 }
 
 export function studentResult(decision: StudentDecision): StudentResult {
-  const email = decision.row.sentEmail;
+  const email = echoedKey(decision.row.sentEmail);
   switch (decision.kind) {
     case 'reject':
       return { email, status: 'rejected', code: decision.rejection.code, message: decision.rejection.message };
