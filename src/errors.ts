@@ -166,6 +166,15 @@ export const ERRORS = {
     }),
     headers: RETRY_SOON,
   }),
+  TOO_MANY_REQUESTS_IN_FLIGHT: define({
+    status: 429,
+    when: `${LIMITS.requestsInFlightPerToken} requests of the token are in progress already on the instance, their answers not yet read.`,
+    text: () => ({
+      message: `${LIMITS.requestsInFlightPerToken} requests of this token are in progress already.`,
+      hint: 'Read the answers of those first, or send fewer requests at once.',
+    }),
+    headers: RETRY_SOON,
+  }),
   RATE_LIMITED: define({
     status: 429, when: 'Over the read or write rate limit, or too many failed authentications from one address; Retry-After says when to try again.',
     text: (perMinute: number, retryAfterSeconds: string, what: 'requests' | 'failed authentications') => ({

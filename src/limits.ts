@@ -31,6 +31,8 @@ export const LIMITS = {
   wholePageRows: 1_000,
   /** Larger pages sent at once to one scope: each holds a database connection until its client has read it. */
   largePagesPerScope: 2,
+  /** Requests of one token in progress at once on an instance (src/http/in-flight.ts). */
+  requestsInFlightPerToken: 64,
   batchRows: 500,
   bodyBytes: 4 * 1024 * 1024,
   /** Arrays and objects within one another in a body: a batch needs 4 (body, rows, row, a list value). */
@@ -111,6 +113,9 @@ export const LIMIT_DESCRIPTIONS: Readonly<Record<Limit, LimitDescription>> = {
   largePagesPerScope: {
     bounds: 'larger pages being sent at once to one scope (a university, or a consortium)', code: 'TOO_MANY_LARGE_PAGES',
     note: 'and at most half of an instance\'s connections send large pages at once (503 `DATABASE_BUSY`)',
+  },
+  requestsInFlightPerToken: {
+    bounds: 'requests of one token in progress at once on an instance, each until its answer has been read', code: 'TOO_MANY_REQUESTS_IN_FLIGHT',
   },
   batchRows: { bounds: 'rows of one write', code: 'BATCH_TOO_LARGE', note: 'nothing written' },
   bodyBytes: { bounds: 'bytes of a request body', code: 'PAYLOAD_TOO_LARGE', note: 'nothing written' },

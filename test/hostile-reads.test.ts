@@ -15,6 +15,7 @@ import { ApiError } from '../src/errors.ts';
 import { LargePageSlots } from '../src/query/large-pages.ts';
 import { jsonNesting, searchNesting, searchTerms } from '../src/query/nesting.ts';
 import { arrayLiteralElements, regexComplaint } from '../src/query/patterns.ts';
+import { eventually } from './support/eventually.ts';
 import { Harness, backends } from './support/harness.ts';
 import { parseExposition, valueOf } from './support/prometheus.ts';
 
@@ -465,3 +466,39 @@ for (const backend of backends()) {
     });
   });
 }
+
+// Reported in a security audit: 500 requests of one token for whole 1,000-row résumé pages, whose
+// client read none, held 1.75 GB and kept every other university waiting 6–10 s.
+describe('requests of one token in progress at once', () => {
+  let h: Harness;
+  let port: number;
+  const sockets: Socket[] = [];
+  before(async () => {
+    h = await Harness.start('pglite', { demoStudents: 3 });
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (h.app.server.address() as AddressInfo).port;
+  });
+  after(async () => {
+    for (const socket of sockets) socket.destroy();
+    await h.close();
+  });
+
+  test(`past ${LIMITS.requestsInFlightPerToken} the token is answered 429 TOO_MANY_REQUESTS_IN_FLIGHT, until one of them ends; other tokens are served`, async () => {
+    const [north] = h.demo!.universities;
+    const stalled = `PUT /v1/students HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${north.write_token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`;
+    for (let i = 0; i < LIMITS.requestsInFlightPerToken; i++) {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      socket.write(stalled);
+      sockets.push(socket);
+    }
+    const page = (token: string) => h.get('/v1/campuses?select=id&limit=1', token);
+    await eventually(async () => (await page(north.write_token)).status === 429, 5_000, 'a 429');
+    const refused = await page(north.write_token);
+    assert.deepEqual([refused.status, refused.json.code, refused.headers['retry-after']], [429, 'TOO_MANY_REQUESTS_IN_FLIGHT', '1']);
+    assert.equal((await page(north.read_token)).status, 200);
+    sockets.pop()!.destroy();
+    await eventually(async () => (await page(north.write_token)).status === 200, 5_000, 'a 200 once a request ended');
+  });
+});
+

@@ -18,6 +18,7 @@ import { answers } from './answered.ts';
 import { registerChangeRoutes } from './change-routes.ts';
 import { errorHandling } from './errors.ts';
 import { health } from './health.ts';
+import { inFlightLimit } from './in-flight.ts';
 import { jsonBodies } from './json-bodies.ts';
 import { meRoute } from './me.ts';
 import { WRITING_METHODS, methodFallback, methodRouting } from './methods.ts';
@@ -129,6 +130,7 @@ async function partnerApi(
   // refuse it, so that every answer carries the headers of the limit that counted it: a method
   // that writes against the token's write limit, any other against the source IP's read limit.
   app.addHook('onRequest', (request, reply) => (WRITING_METHODS.has(request.method) ? limits.write : limits.read)(request, reply));
+  app.addHook('onRequest', inFlightLimit());
   await app.register(schemaProfiles);
   // A method a /v1 path does not serve, a name no resource has, a path below a resource's and a function call,
   // after the token check: whatever body and Content-Type came (postgrest-js sends

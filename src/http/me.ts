@@ -32,6 +32,7 @@ const PARTNER_LIMIT_NAMES: Readonly<Record<Limit, string | null>> = {
   rowsPerResponse: 'rows_per_response',
   wholePageRows: 'whole_page_rows',
   largePagesPerScope: 'large_pages_at_once',
+  requestsInFlightPerToken: 'requests_in_flight',
   batchRows: 'batch_rows',
   bodyBytes: 'body_bytes',
   bodyDepth: 'body_depth',
