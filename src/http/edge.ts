@@ -119,6 +119,9 @@ function trackExchange(request: IncomingMessage, response: ServerResponse): void
   response.once('close', () => open.delete(response));
 }
 
+/** Whether a request on the socket, received whole, has no answer begun yet. */
+const beingWorkedOn = (socket: Socket) => [...(exchanges.get(socket)?.open ?? [])].some((response) => response.req.complete && !response.headersSent);
+
 /** The responses still being given on the socket to requests received whole. */
 const pendingResponses = (socket: Socket) => [...(exchanges.get(socket)?.open ?? [])].filter((response) => response.req.complete);
 
@@ -247,11 +250,14 @@ export const edge = fp(async (app: FastifyInstance) => {
   // A socket idle for PDS_IDLE_TIMEOUT_MS (or, between requests, the keep-alive timeout) is
   // closed; one whose request's body stopped arriving, unanswered yet, is answered 408 first, as
   // the request timeout answers a body that trickles. At the defaults both are 30 s, and the
-  // silent close came first. With this listener Node closes none itself.
+  // silent close came first. With this listener Node closes none itself. A socket whose request,
+  // received whole, is still being worked on (its answer not begun, bounded by the statement and
+  // store timeouts) waits for it: a demo load of 60,000 students took 30 s and lost its answer,
+  // tokens and all. One whose answer waits on its client to read is closed.
   app.server.on('timeout', (socket: Socket) => {
     if (requestArriving(socket) && socket.writable && !answeredRaw.has(socket)) {
       answerRaw(socket, apiError('REQUEST_TIMEOUT'));
-    } else {
+    } else if (!beingWorkedOn(socket)) {
       socket.destroy();
     }
   });
