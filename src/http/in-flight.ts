@@ -6,22 +6,26 @@
  * request is answered 429 TOO_MANY_REQUESTS_IN_FLIGHT; a request is in progress until its
  * response has closed, sent or cut off.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 
-/** The onRequest hook that counts a partner's requests in progress (after the token check: it reads `request.principal`). */
-export function inFlightLimit(): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+/**
+ * The onRequest hook that counts a partner's requests in progress (after the token check: it
+ * reads `request.principal`); a callback, not an async function, as it awaits nothing.
+ */
+export function inFlightLimit(): (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void {
   const byToken = new Map<string, number>();
-  return async (request, reply) => {
+  return (request, reply, done) => {
     const { tokenId } = request.principal;
     const held = byToken.get(tokenId) ?? 0;
-    if (held >= LIMITS.requestsInFlightPerToken) throw apiError('TOO_MANY_REQUESTS_IN_FLIGHT');
+    if (held >= LIMITS.requestsInFlightPerToken) return done(apiError('TOO_MANY_REQUESTS_IN_FLIGHT'));
     byToken.set(tokenId, held + 1);
     reply.raw.once('close', () => {
       const left = byToken.get(tokenId)! - 1;
       if (left === 0) byToken.delete(tokenId);
       else byToken.set(tokenId, left);
     });
+    done();
   };
 }
