@@ -4,7 +4,8 @@
  * new embedded store with demo data and prints how to call the service on standard error
  * (standard output is JSON log lines only). A start that cannot have the port says so in one line
  * and exits 1 before it writes anything; one that cannot have the folder, before it opens the store;
- * so does one that cannot read a setting, or whose PostgreSQL server cannot be reached or refuses it.
+ * so does one that cannot read a setting, whose PostgreSQL server cannot be reached or refuses it, or
+ * whose Redis server refuses the database REDIS_URL names.
  */
 import { createServer, isIPv6 } from 'node:net';
 import { constants } from 'node:os';
