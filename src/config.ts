@@ -157,7 +157,7 @@ export const SETTINGS = {
   databaseUrl: serverUrl('DATABASE_URL', 'PostgreSQL 15+ server; unset means the embedded PGlite', 'PostgreSQL', ['postgres:', 'postgresql:'],
     'postgres://user:password@host:5432/database'),
   dataDir: text('PDS_DATA_DIR', './.pds-data', 'PGlite\'s data folder, locked by one process at a time (`pds.lock`)'),
-  adminKey: optional('PDS_ADMIN_KEY', `enables the operator API \`/admin/v1\` with this bearer key: ${STRONG_KEY_CHARS} or more random characters`),
+  adminKey: optional('PDS_ADMIN_KEY', `enables the operator API \`/admin/v1\` with this bearer key, which should be ${STRONG_KEY_CHARS} or more random characters (a shorter one starts, with a warning)`),
   metricsKey: optional('PDS_METRICS_KEY', 'when set, `GET /metrics` needs `Authorization: Bearer` this key; unset, it is open'),
   // As ioredis reads them; another was taken, and the limits failed open for good.
   redisUrl: serverUrl('REDIS_URL', 'share rate-limit counts between instances through Redis', 'Redis', ['redis:', 'rediss:'], 'redis://host:6379', redisDatabasePath),

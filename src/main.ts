@@ -30,7 +30,8 @@ function refuseToStart(message: string): never {
 function listenRefusal(error: unknown, config: { port: number; host: string }): string | null {
   const code = (error as NodeJS.ErrnoException).code;
   if (code === 'EADDRINUSE') return `Port ${config.port} on ${config.host} is in use by another process; stop it or set PORT to a free port.`;
-  if (code === 'EACCES' || code === 'EADDRNOTAVAIL') return `Cannot listen on ${config.host}:${config.port} (${code}); set PORT and HOST to an address this process may use.`;
+  // A HOST that names no address (ENOTFOUND) was Node's own line, which named neither HOST nor PORT.
+  if (code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return `Cannot listen on ${config.host}:${config.port} (${code}); set PORT and HOST to an address this process may use.`;
   return null;
 }
 

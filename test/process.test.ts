@@ -160,6 +160,8 @@ describe('npm start and its data folder and port', () => {
       // This one started, revoked the demo tokens of the start before, and ended with a stack trace 2 s later.
       [{ REDIS_URL: 'redis://127.0.0.1:6379/abc' }, /^Cannot start: REDIS_URL's path must be a database number \(redis:\/\/host:6379\/2\) or nothing, got "\/abc"\.$/],
       [{ PDS_READ_LIMIT_PER_MIN: '-1' }, /^Cannot start: PDS_READ_LIMIT_PER_MIN must be a positive integer/],
+      // Reported in an audit: Node's own line, `Error: getaddrinfo ENOTFOUND 999.1.1.1`, named no setting.
+      [{ HOST: '999.1.1.1' }, /^Cannot listen on 999\.1\.1\.1:\d+ \(ENOTFOUND\); set PORT and HOST to an address this process may use\.$/],
       [{ DATABASE_URL: 'mysql://someone:secret@127.0.0.1/db' }, /^Cannot start: DATABASE_URL must be a PostgreSQL URL .* scheme mysql:\.$/],
       [{ DATABASE_URL: 'not a url' }, /^Cannot start: DATABASE_URL must be a PostgreSQL URL .* does not parse\.$/],
       [{ DATABASE_URL: `postgres://someone:secret@127.0.0.1:${await freePort()}/db` }, /^Cannot start: the PostgreSQL server at 127\.0\.0\.1:\d+ is unavailable \(ECONNREFUSED\); check DATABASE_URL/],
