@@ -35,3 +35,15 @@ if (process.env.TEST_DATABASE_URL) {
     });
   });
 }
+
+// Seen in a full run: two suites setting up their databases at once on Citus, one failed adding
+// the workers ("tuple concurrently updated" as both copied the roles to a worker).
+if (process.env.TEST_CITUS_URL) {
+  test('databases set up at once on a Citus cluster all come up', async () => {
+    for (let round = 0; round < 3; round++) {
+      const made = await Promise.allSettled([1, 2, 3].map(() => createScratchDatabase(process.env.TEST_CITUS_URL!)));
+      await Promise.all(made.map((m) => (m.status === 'fulfilled' ? m.value.drop() : undefined)));
+      assert.deepEqual(made.map((m) => (m.status === 'fulfilled' ? 'up' : String(m.reason))), ['up', 'up', 'up']);
+    }
+  });
+}

@@ -86,10 +86,18 @@ async function createHeld(admin: postgres.Sql, serverUrl: string, name: string, 
   if (citus) {
     await onEach([urlOf(serverUrl, name), ...workers.map((n) => urlOf(serverUrl, name, n))], (sql) => sql`create extension citus`);
     const coordinator = nodes.find((n) => n.groupid === 0);
-    await onEach([urlOf(serverUrl, name)], async (sql) => {
-      if (coordinator) await sql`select citus_set_coordinator_host(${coordinator.nodename}, ${coordinator.nodeport})`;
-      for (const worker of workers) await sql`select citus_add_node(${worker.nodename}, ${worker.nodeport})`;
-    });
+    // Adding a node copies the cluster's roles to it (worker_create_or_alter_role): two databases
+    // set up at once altered one role at once on a worker, and one of them failed ("tuple
+    // concurrently updated"). One setup at a time, across processes, by a lock of the server.
+    await admin`select pg_advisory_lock(hashtext('scratch database: adding nodes'))`;
+    try {
+      await onEach([urlOf(serverUrl, name)], async (sql) => {
+        if (coordinator) await sql`select citus_set_coordinator_host(${coordinator.nodename}, ${coordinator.nodeport})`;
+        for (const worker of workers) await sql`select citus_add_node(${worker.nodename}, ${worker.nodeport})`;
+      });
+    } finally {
+      await admin`select pg_advisory_unlock(hashtext('scratch database: adding nodes'))`;
+    }
     if (shardCount !== undefined) {
       if (!Number.isInteger(shardCount) || shardCount < 1) throw new Error(`A shard count is a whole number above 0, not ${shardCount}.`);
       await admin.unsafe(`alter database ${name} set citus.shard_count = ${shardCount}`);
