@@ -119,11 +119,11 @@ function trackExchange(request: IncomingMessage, response: ServerResponse): void
   response.once('close', () => open.delete(response));
 }
 
-/** Whether a request on the socket, received whole, has no answer begun yet. */
-const beingWorkedOn = (socket: Socket) => [...(exchanges.get(socket)?.open ?? [])].some((response) => response.req.complete && !response.headersSent);
-
 /** The responses still being given on the socket to requests received whole. */
 const pendingResponses = (socket: Socket) => [...(exchanges.get(socket)?.open ?? [])].filter((response) => response.req.complete);
+
+/** Whether a request on the socket, received whole, has no answer begun yet. */
+const beingWorkedOn = (socket: Socket) => pendingResponses(socket).some((response) => !response.headersSent);
 
 function writeAfterPending(socket: Socket, answer: ApiError): void {
   const pending = pendingResponses(socket);

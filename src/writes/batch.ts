@@ -5,6 +5,7 @@
 import { apiError } from '../errors.ts';
 import { LIMITS } from '../limits.ts';
 import type { WritableResource } from '../resources/write-shapes.ts';
+import { asObject } from './field-checks.ts';
 
 export const WRITE_MODES = ['put', 'post', 'patch'] as const;
 export type WriteMode = (typeof WRITE_MODES)[number];
@@ -52,8 +53,7 @@ export function batchRows(body: unknown, key: WritableResource): BatchRows {
 function fieldNamesOf(rows: readonly unknown[]): Set<string> {
   const names = new Set<string>();
   for (const row of rows) {
-    if (row === null || typeof row !== 'object' || Array.isArray(row)) continue;
-    for (const name in row) {
+    for (const name in asObject(row) ?? {}) {
       if (names.has(name)) continue;
       if (name.length > LIMITS.fieldNameChars) {
         throw apiError('INVALID_BODY', `A row names a field of more than ${LIMITS.fieldNameChars} characters.`);
