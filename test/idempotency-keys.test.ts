@@ -26,12 +26,15 @@ import { parseExposition, valueOf } from './support/prometheus.ts';
  * claims a key waiting once its claim has committed, before its batch begins: in flight, as a
  * slow write is. `failNextCompletion` makes the statement that stores an answer fail as a lost
  * connection does, after the batch's own statements ran in its transaction. `failNextRelease` makes
- * the statement that frees a failed write's key fail the same way, once.
+ * the statement that frees a failed write's key fail the same way, once. `freeKeyAfterNextConflict`
+ * deletes the claim a claiming insert met, right after that insert, as the holder's release does
+ * when its write failed in between.
  */
 class SwitchedStore implements Store {
   private hold: { reached: () => void; released: Promise<void> } | null = null;
   private failCompletion = false;
   private failRelease = false;
+  private freeAfterConflict = false;
 
   constructor(private readonly inner: Store) {}
 
@@ -51,10 +54,14 @@ class SwitchedStore implements Store {
     this.failRelease = true;
   }
 
+  freeKeyAfterNextConflict(): void {
+    this.freeAfterConflict = true;
+  }
+
   async transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T> {
     let claimed = false;
     const result = await this.inner.transaction((tx) => fn({
-      query: (text, params) => {
+      query: <Row,>(text: string, params?: readonly (string | null)[]) => {
         if (text.includes('insert into idempotency_keys')) claimed = true;
         if (this.failCompletion && text.includes('set response_status')) {
           this.failCompletion = false;
@@ -64,7 +71,15 @@ class SwitchedStore implements Store {
           this.failRelease = false;
           return Promise.reject(new StoreUnavailableError('CONNECTION_CLOSED', 'induced by the test'));
         }
-        return tx.query(text, params);
+        if (this.freeAfterConflict && text.includes('insert into idempotency_keys')) {
+          return tx.query<Row>(text, params).then(async (rows) => {
+            if (rows.length > 0) return rows;
+            this.freeAfterConflict = false;
+            await tx.query('delete from idempotency_keys where university_id = $1 and token_id = $2 and key = $3', params!.slice(0, 3));
+            return rows;
+          });
+        }
+        return tx.query<Row>(text, params);
       },
       exec: (text) => tx.exec(text),
       queryColumns: (text, params) => tx.queryColumns(text, params),
@@ -302,6 +317,25 @@ for (const backend of storeBackends()) {
       assert.equal(later.headers['idempotent-replayed'], 'true');
       assert.equal(later.body, done.body);
       assert.equal((await cohortsNamed(name)).length, 1);
+    });
+
+    test('a claim freed between the repeat\'s insert and its read of the key (the holder\'s write failed) leaves the key to the repeat, which runs (it was 500)', async () => {
+      const key = randomUUID();
+      const name = unique('freed');
+      const held = store.holdNextClaim();
+      const first = write({ key, rows: [cohort(name)] });
+      await held.reached;
+      store.freeKeyAfterNextConflict();
+      const repeat = await write({ key, rows: [cohort(name)] });
+      assert.equal(repeat.status, 200, repeat.body);
+      assert.equal(repeat.headers['idempotent-replayed'], undefined);
+      assert.equal(repeat.json.counts.created, 1);
+      held.release();
+      const late = await first;
+      assert.equal(late.status, 409, late.body);
+      assert.equal(late.json.code, 'IDEMPOTENCY_KEY_IN_USE');
+      assert.equal((await cohortsNamed(name)).length, 1);
+      assert.equal((await write({ key, rows: [cohort(name)] })).body, repeat.body);
     });
 
     test('the same keyed request sent five times at once is written once; the others wait (409) or replay', async () => {

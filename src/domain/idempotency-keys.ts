@@ -89,33 +89,50 @@ export function claimKey(db: Database, request: KeyedRequest, now: Date): Promis
   return db.asUniversity(request.universityId, async (tx) => {
     await tx.query(`delete from idempotency_keys where ${KEY_COLUMNS} and created_at <= $4::timestamptz`,
       [...keyParams(request), seconds(now, -LIMITS.idempotencyKeySeconds)]);
-    const inserted = await tx.query(
-      `insert into idempotency_keys (university_id, token_id, key, request_hash, claim_id, lease_expires_at, created_at)
-       values ($1::uuid, $2::uuid, $3, $4, $5::uuid, $6::timestamptz, $7::timestamptz)
-       on conflict (university_id, token_id, key) do nothing returning claim_id`,
-      [...keyParams(request), request.requestHash, claimId, leaseEnd, now.toISOString()]);
-    if (inserted.length > 0) return { kind: 'claimed', claimId };
-    const [held] = await tx.query<KeyRow>(
-      `select request_hash, response_status, response_headers::text as response_headers, response_body,
-              lease_expires_at <= $4::timestamptz as lease_expired
-       from idempotency_keys where ${KEY_COLUMNS}`,
-      [...keyParams(request), now.toISOString()]);
-    if (held.request_hash !== request.requestHash) throw apiError('IDEMPOTENCY_KEY_REUSED');
-    if (held.response_status !== null) {
-      return {
-        kind: 'replay',
-        answer: { status: held.response_status, headers: JSON.parse(held.response_headers!) as Record<string, string>, body: held.response_body! },
-      };
+    // The claim that stopped this insert can be gone by the next statement: its write failed and
+    // freed it (releaseKey), or an erasure dropped its answer. The key is free then; one more
+    // insert takes it, and a key freed again as fast is answered as held.
+    for (let attempt = 1; ; attempt++) {
+      const inserted = await tx.query(
+        `insert into idempotency_keys (university_id, token_id, key, request_hash, claim_id, lease_expires_at, created_at)
+         values ($1::uuid, $2::uuid, $3, $4, $5::uuid, $6::timestamptz, $7::timestamptz)
+         on conflict (university_id, token_id, key) do nothing returning claim_id`,
+        [...keyParams(request), request.requestHash, claimId, leaseEnd, now.toISOString()]);
+      if (inserted.length > 0) return { kind: 'claimed', claimId };
+      const [held] = await tx.query<KeyRow>(
+        `select request_hash, response_status, response_headers::text as response_headers, response_body,
+                lease_expires_at <= $4::timestamptz as lease_expired
+         from idempotency_keys where ${KEY_COLUMNS}`,
+        [...keyParams(request), now.toISOString()]);
+      if (held === undefined) {
+        if (attempt < CLAIM_ATTEMPTS) continue;
+        throw apiError('IDEMPOTENCY_KEY_IN_USE');
+      }
+      return answerHeld(tx, request, held, claimId, leaseEnd, now);
     }
-    if (!held.lease_expired) throw apiError('IDEMPOTENCY_KEY_IN_USE');
-    // The holder's lease ran out: its process died, or it will find its claim gone and roll back.
-    const taken = await tx.query(
-      `update idempotency_keys set claim_id = $4::uuid, lease_expires_at = $5::timestamptz
-       where ${KEY_COLUMNS} and response_status is null and lease_expires_at <= $6::timestamptz returning claim_id`,
-      [...keyParams(request), claimId, leaseEnd, now.toISOString()]);
-    if (taken.length === 0) throw apiError('IDEMPOTENCY_KEY_IN_USE');
-    return { kind: 'claimed', claimId };
   });
+}
+
+/** How many times claimKey inserts its claim when the claim in its way is gone before it is read. */
+const CLAIM_ATTEMPTS = 2;
+
+/** What a claim met in its way answers: the stored answer, 422, 409, or the key taken over from a lease past its end. */
+async function answerHeld(tx: Queryable, request: KeyedRequest, held: KeyRow, claimId: string, leaseEnd: string, now: Date): Promise<KeyClaim> {
+  if (held.request_hash !== request.requestHash) throw apiError('IDEMPOTENCY_KEY_REUSED');
+  if (held.response_status !== null) {
+    return {
+      kind: 'replay',
+      answer: { status: held.response_status, headers: JSON.parse(held.response_headers!) as Record<string, string>, body: held.response_body! },
+    };
+  }
+  if (!held.lease_expired) throw apiError('IDEMPOTENCY_KEY_IN_USE');
+  // The holder's lease ran out: its process died, or it will find its claim gone and roll back.
+  const taken = await tx.query(
+    `update idempotency_keys set claim_id = $4::uuid, lease_expires_at = $5::timestamptz
+     where ${KEY_COLUMNS} and response_status is null and lease_expires_at <= $6::timestamptz returning claim_id`,
+    [...keyParams(request), claimId, leaseEnd, now.toISOString()]);
+  if (taken.length === 0) throw apiError('IDEMPOTENCY_KEY_IN_USE');
+  return { kind: 'claimed', claimId };
 }
 
 /**
