@@ -82,7 +82,7 @@ export async function benchReadPages(targets: readonly ReadTarget[]): Promise<Ma
   const plans = READ_PAGES.map((page) => planRead(resourcesByName.get('students')!, parseReadRequest({ queryString: page.query, method: 'GET' })));
   const started = await Promise.all(targets.map(async ({ server, bench, port, floorPort, sharedPort }) => {
     const { consortium, universities } = bench.demo;
-    // The consortium token reads its members: the data set's first three universities (src/db/demo-data.ts).
+    // The consortium token reads its members: the data set's first three universities (src/domain/demo-data.ts).
     const readers: Record<Reader, { token: string; universityIds: string[] }> = {
       university: { token: universities[0].read_token, universityIds: [universities[0].id] },
       consortium: { token: consortium.read_token, universityIds: universities.slice(0, 3).map((u) => u.id) },

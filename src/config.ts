@@ -3,6 +3,7 @@
  * one table. The README's configuration table is generated from it (tools/docs.ts).
  */
 import { isIP } from 'node:net';
+import { LIMITS } from './limits.ts';
 import { DEFAULT_MAX_CONNECTIONS, DEFAULT_STATEMENT_TIMEOUT_MS, DEFAULT_STORE_TIMEOUTS, STATEMENT_TIMEOUT_GRACE_MS } from './db/store.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -170,7 +171,7 @@ export const SETTINGS = {
   // At most the longest wait less the grace, so that the store wait that follows from it is a time Node can wait.
   statementTimeoutMs: milliseconds('PDS_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, 'statement time, enforced by PostgreSQL (503 `QUERY_TIMEOUT`); PGlite cannot interrupt a query',
     String(DEFAULT_STATEMENT_TIMEOUT_MS), LONGEST_MS - STATEMENT_TIMEOUT_GRACE_MS),
-  plannedCounts: onOff('PDS_PLANNED_COUNTS', false, '`on`: `Prefer: count=planned`/`estimated` beyond 10,000 rows answer PostgreSQL\'s estimate, drawn from every university\'s rows (docs/operations.md); `off`: exact counts'),
+  plannedCounts: onOff('PDS_PLANNED_COUNTS', false, `\`on\`: \`Prefer: count=planned\`/\`estimated\` beyond ${LIMITS.rowsPerResponse.toLocaleString('en-US')} rows answer PostgreSQL's estimate, drawn from every university's rows (docs/operations.md); \`off\`: exact counts`),
   embeddedWaitMs: milliseconds('PDS_EMBEDDED_WAIT_MS', 5_000, 'PGlite only: how long a request waits for the one session before 503 `DATABASE_BUSY`'),
   dbMaxConnections: integer('PDS_DB_MAX_CONNECTIONS', DEFAULT_MAX_CONNECTIONS, 'PostgreSQL connections per instance in each of its two pools: partner reads (reader sessions), everything else'),
   readerSessions: onOff('PDS_READER_SESSIONS', true, '`off`: partner reads set role and scope per transaction like every other statement, for a pooler that shares server sessions between clients (PgBouncer in transaction mode); `on` needs sessions of the service\'s own (docs/scaling.md)'),

@@ -362,6 +362,9 @@ export const ERRORS = {
 export type ErrorCode = keyof typeof ERRORS;
 type ErrorArgs<C extends ErrorCode> = Parameters<(typeof ERRORS)[C]['text']>;
 
+/** How the docs name an error: its status, then its code in code type (`413 \`BATCH_TOO_LARGE\``). */
+export const statusAndCode = (code: ErrorCode): string => `${ERRORS[code].status} \`${code}\``;
+
 /** An error on its way to the caller: a status, a code and the documented body. */
 export class ApiError extends Error {
   constructor(

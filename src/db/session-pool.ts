@@ -219,7 +219,7 @@ export class SessionPool {
    * (src/db/postgres-store.ts readOnReaderSession): it runs in no transaction of its own and
    * takes none over.
    */
-  share(accepts: (session: Session) => boolean, scope: string, storeWaitMs = this.limits.storeWaitMs): Lease | null {
+  share(accepts: (session: Session) => boolean, scope: string): Lease | null {
     if (this.closed) return null;
     const full = this.pool.numFree() === 0 && this.pool.numUsed() + this.pool.numPendingCreates() >= this.limits.maxConnections;
     if (!full && this.admissible(scope)) return null;
@@ -230,7 +230,7 @@ export class SessionPool {
     if (!least) return null;
     this.leases.set(least, this.leases.get(least)! + 1);
     // Its clock runs while the statement ahead of it runs, each within the statement timeout.
-    return new Lease(least, storeWaitMs * MAX_SHARED_IN_FLIGHT, true);
+    return new Lease(least, this.limits.storeWaitMs * MAX_SHARED_IN_FLIGHT, true);
   }
 
   stats(): PoolStats {

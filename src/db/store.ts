@@ -229,13 +229,3 @@ export function beginMessages(options: TransactionOptions): string[] {
 
 /** A PostgreSQL server's connections per instance in each of its two pools, unless PDS_DB_MAX_CONNECTIONS says otherwise. */
 export const DEFAULT_MAX_CONNECTIONS = 10;
-
-/** Opens the backend the settings name: a server when a URL is given, else PGlite in `dataDir`. */
-export async function openStore(settings: { databaseUrl?: string; dataDir?: string; maxConnections?: number; timeouts?: StoreTimeouts; readerSessions?: boolean; citusReadNodes?: boolean; embeddedWaitMs: number }): Promise<Store> {
-  if (settings.databaseUrl) {
-    const { openPostgresStore } = await import('./postgres-store.ts');
-    return openPostgresStore(settings.databaseUrl, settings.maxConnections ?? DEFAULT_MAX_CONNECTIONS, settings.timeouts, { readerSessions: settings.readerSessions, citusReadNodes: settings.citusReadNodes });
-  }
-  const { openPgliteStore } = await import('./pglite-store.ts');
-  return openPgliteStore({ dataDir: settings.dataDir, waitMs: settings.embeddedWaitMs });
-}

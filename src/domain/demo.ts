@@ -1,5 +1,5 @@
-/** Tokens for the demo data set of src/db/demo-data.ts: what `npm start` prints and the operator's demo call answers. */
-import { DEMO_DEFAULTS, type DemoOrganisations, demoExists, demoOrganisations, loadDemoData } from '../db/demo-data.ts';
+/** Tokens for the demo data set of src/domain/demo-data.ts: what `npm start` prints and the operator's demo call answers. */
+import { DEMO_DEFAULTS, type DemoOrganisations, demoExists, demoOrganisations, loadDemoData } from './demo-data.ts';
 import type { Queryable } from '../db/store.ts';
 import { issueToken } from './tokens.ts';
 
@@ -40,7 +40,7 @@ async function demoWithTokens(tx: Queryable, seed: number, students: number): Pr
   return { seed, students, consortium: { ...consortium, read_token: consortiumToken.token }, universities: tokens };
 }
 
-/** Loads the demo data set of `options.seed` (src/db/demo-data.ts) and issues its tokens. */
+/** Loads the demo data set of `options.seed` (src/domain/demo-data.ts) and issues its tokens. */
 export async function loadDemo(tx: Queryable, options: { students?: number; seed?: number } = {}): Promise<DemoResult> {
   const { students, seed } = await loadDemoData(tx, options);
   return demoWithTokens(tx, seed, students);

@@ -69,7 +69,8 @@ export const errorHandling = fp(async (app: FastifyInstance) => {
     notes.storeErrorClass = storeErrorClass(error) ?? undefined;
     if (!answer) {
       request.log.error({ err: error }, 'unexpected error');
-      return reply.code(500).type(JSON_CONTENT_TYPE).send(apiError('INTERNAL').quotingRequest(request.id).toBody());
+      const internal = apiError('INTERNAL').quotingRequest(request.id);
+      return reply.code(internal.status).type(JSON_CONTENT_TYPE).send(internal.toBody());
     }
     const failed = answer.status >= 500;
     if (failed) request.log.warn({ err: error }, answer.code);
@@ -78,6 +79,7 @@ export const errorHandling = fp(async (app: FastifyInstance) => {
   });
   app.setNotFoundHandler((request, reply) => {
     notesOf(request).errorCode = 'NOT_FOUND';
-    reply.code(404).type(JSON_CONTENT_TYPE).send(endpointNotFound(request.method, request.url).toBody());
+    const notFound = endpointNotFound(request.method, request.url);
+    reply.code(notFound.status).type(JSON_CONTENT_TYPE).send(notFound.toBody());
   });
 }, { name: 'error-handling' });

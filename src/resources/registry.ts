@@ -1,7 +1,8 @@
 /**
  * The 14 readable resources (docs/decisions.md, "Resources and reads"): the single source of
- * truth for their columns and types. The read planner, the OpenAPI description and the routes all read this registry; no
- * other module names a column of a resource.
+ * truth for what a partner reads, their columns and types. The read planner, the OpenAPI
+ * description and the read routes take every column from this registry; the writes' statements
+ * (src/writes/, src/domain/) name the columns they write in their own SQL.
  */
 import { INTAKE_TERMS, STUDY_MODES } from './write-shapes.ts';
 

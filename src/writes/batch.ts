@@ -12,6 +12,12 @@ export type WriteMode = (typeof WRITE_MODES)[number];
 /** A row's outcome; the response's `counts` has one counter each, in this order. */
 export const ROW_STATUSES = ['created', 'updated', 'unchanged', 'rejected'] as const;
 export type RowStatus = (typeof ROW_STATUSES)[number];
+/** What the rules decided for a row (src/writes/student-rules.ts, cohort-rules.ts). */
+export type DecisionKind = 'create' | 'update' | 'unchanged' | 'reject';
+/** The outcome a row's result reports for each decision. */
+export const STATUS_OF_DECISION: Readonly<Record<DecisionKind, RowStatus>> = {
+  create: 'created', update: 'updated', unchanged: 'unchanged', reject: 'rejected',
+};
 
 /** Why a row was not written; `Code` is the resource's row-code union (src/writes/row-codes.ts). */
 export interface Rejection<Code extends string = string> {

@@ -28,12 +28,12 @@ import { type NamedState, applyStudentChanges, loadStudentState, readNamedState 
 const RACE_RETRIES = 1;
 
 /**
- * Runs `attempt` over the pending rows until none lose, at most 1 + retries times; returns
+ * Runs `attempt` over the pending rows until none lose, at most 1 + RACE_RETRIES times; returns
  * the rows that lost every time.
  */
-export async function settleRaces<R extends { index: number }>(rows: readonly R[], attempt: (pending: readonly R[]) => Promise<Set<number>>, retries = RACE_RETRIES): Promise<R[]> {
+export async function settleRaces<R extends { index: number }>(rows: readonly R[], attempt: (pending: readonly R[]) => Promise<Set<number>>): Promise<R[]> {
   let pending = rows;
-  for (let round = 0; round <= retries && pending.length > 0; round++) {
+  for (let round = 0; round <= RACE_RETRIES && pending.length > 0; round++) {
     const lost = await attempt(pending);
     pending = pending.filter((r) => lost.has(r.index));
   }

@@ -6,7 +6,7 @@
 import { datesInOrder, unknownTemplates } from '../domain/cohort-checks.ts';
 import { textProblem } from '../resources/text.ts';
 import { COHORT_SHAPE, type CohortFieldValues, fieldNames } from '../resources/write-shapes.ts';
-import { type Rejection, type RowStatus, type WriteMode, echoedKey, reject } from './batch.ts';
+import { type Rejection, type RowStatus, STATUS_OF_DECISION, type WriteMode, echoedKey, reject } from './batch.ts';
 import { NOT_AN_OBJECT, asObject, createFieldsRequired, firstTextProblem, isBlank, kindProblem, missingOnCreate } from './field-checks.ts';
 import type { CohortRowCode } from './row-codes.ts';
 
@@ -166,6 +166,5 @@ export interface CohortResult {
 export function cohortResult(decision: CohortDecision): CohortResult {
   const name = echoedKey(decision.row.sentName);
   if (decision.kind === 'reject') return { name, status: 'rejected', code: decision.rejection.code, message: decision.rejection.message };
-  const status: RowStatus = decision.kind === 'create' ? 'created' : decision.kind === 'update' ? 'updated' : 'unchanged';
-  return { name, status, id: decision.record.id };
+  return { name, status: STATUS_OF_DECISION[decision.kind], id: decision.record.id };
 }

@@ -4,7 +4,7 @@
  * state.
  */
 import { type AlumniChange, alumniChanges, impliedAlumni } from '../domain/alumni.ts';
-import { type RowStatus, type WriteMode, echoedKey, reject } from './batch.ts';
+import { type RowStatus, STATUS_OF_DECISION, type WriteMode, echoedKey, reject } from './batch.ts';
 import { STUDENT_ROW_CODES, type StudentRowCode } from './row-codes.ts';
 import type { StudentRejection, StudentRow } from './student-rows.ts';
 
@@ -291,7 +291,7 @@ export function studentResult(decision: StudentDecision): StudentResult {
       return { email, status: 'unchanged', id: decision.id, cohort_id: decision.cohortId, ...(decision.notes.length ? { notes: decision.notes } : {}) };
     default:
       return {
-        email, status: decision.kind === 'create' ? 'created' : 'updated', id: decision.id, cohort_id: decision.values.cohortId,
+        email, status: STATUS_OF_DECISION[decision.kind], id: decision.id, cohort_id: decision.values.cohortId,
         ...(decision.notes.length ? { notes: decision.notes } : {}),
       };
   }

@@ -37,7 +37,7 @@ DROP FUNCTION pds_email_owners(text[]);
 
 -- One row per university among the tenant tables' shards: a batch locks its university's row
 -- (src/db/locks.ts), which serialises on whichever node holds it, and set-based inserts of
--- demo data read from it so that they run on the shards themselves (src/db/demo-data.ts).
+-- demo data read from it so that they run on the shards themselves (src/domain/demo-data.ts).
 CREATE TABLE tenants (university_id uuid PRIMARY KEY REFERENCES universities(id));
 INSERT INTO tenants (university_id) SELECT id FROM universities;
 

@@ -6,7 +6,7 @@ import { type FastifyPluginAsyncTypebox, type Static, Type } from '@fastify/type
 import { PostgresError } from 'pg-error-enum';
 import type { Database } from '../../db/database.ts';
 import { isDatabaseError } from '../../db/store.ts';
-import { DEMO_MAX_STUDENTS } from '../../db/demo-data.ts';
+import { DEMO_MAX_STUDENTS } from '../../domain/demo-data.ts';
 import { loadDemo, loadedDemo } from '../../domain/demo.ts';
 import { closedBody } from './schemas.ts';
 

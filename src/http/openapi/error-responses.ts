@@ -5,7 +5,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { PostgresError } from 'pg-error-enum';
-import { ERRORS, type ErrorCode } from '../../errors.ts';
+import { ERRORS, type ErrorCode, statusAndCode } from '../../errors.ts';
 import { RESPONSE_HEADERS } from '../response-headers.ts';
 import type { JsonSchema } from '../schemas.ts';
 import { passThroughStatus } from '../sqlstates.ts';
@@ -97,7 +97,7 @@ export const REFUSED_REQUEST: OpenAPIV3_1.ResponseObject = {
 };
 
 export const UNEXPECTED_ERROR: OpenAPIV3_1.ResponseObject = {
-  description: 'Any other error, such as 500 `INTERNAL`, with the same body; its hint quotes the request id.',
+  description: `Any other error, such as ${statusAndCode('INTERNAL')}, with the same body; its hint quotes the request id.`,
   headers: headerRefs([RESPONSE_HEADERS.requestId]),
   content: { 'application/json': { schema: schemaRef('Error') } },
 };

@@ -4,6 +4,7 @@
  * under /v1 adds its entry here; test/openapi.test.ts fails while a route and the table disagree.
  */
 import type { OpenAPIV3_1 } from 'openapi-types';
+import { statusAndCode } from '../../errors.ts';
 import { CHANGE_FEED_DEFAULTS, LIMITS } from '../../limits.ts';
 import { CURSOR_UNIVERSITIES, FEEDS, type Feed } from '../../query/changes.ts';
 import { READ_MEDIA_TYPES, type ReadMediaType, STRIPPED_MEDIA_TYPES, mediaTypeName, mediaTypeWithParameters } from '../../query/media-types.ts';
@@ -74,8 +75,8 @@ function readOperation(resource: Resource): DocumentedOperation {
       summary: `List ${resource.name.replaceAll('_', ' ')}`,
       description: `${resource.description}\n\nPostgREST's query language: a filter parameter per column, \`or\`/\`and\` trees, `
         + '`select`, `order`, `limit`/`offset` or the `Range` header, and `Prefer: count`. '
-        + `\`Accept: ${mediaTypeName(READ_MEDIA_TYPES.singular)}\` answers the one matching row as an object (406 \`PGRST116\` unless exactly one matches), `
-        + '`Accept: text/csv` answers CSV, and an Accept naming none of these nor JSON is refused 406 `PGRST107`. '
+        + `\`Accept: ${mediaTypeName(READ_MEDIA_TYPES.singular)}\` answers the one matching row as an object (${statusAndCode('PGRST116')} unless exactly one matches), `
+        + `\`Accept: text/csv\` answers CSV, and an Accept naming none of these nor JSON is refused ${statusAndCode('PGRST107')}. `
         + `\`Accept: ${mediaTypeWithParameters(STRIPPED_MEDIA_TYPES.json)}\` (or the single object's type with \`;nulls=stripped\`) leaves out every member whose value is null. `
         + '`HEAD` answers the same status and headers without a body.',
       parameters: [...READ_PARAMETERS.map(parameterRef), ...resource.columns.map(filterParameter)],
@@ -147,7 +148,7 @@ function writeOperation(resource: WritableResource, mode: WriteMode): Documented
       operationId: `${verb}${resourceTitle(resourcesByName.get(resource)!)}`,
       tags: [resource],
       summary: `${verb[0].toUpperCase()}${verb.slice(1)} ${resource}`,
-      description: `${meaning} ${REQUIREMENT_DESCRIPTIONS[requirement](WRITE_SHAPES[resource].key)}\n\nAt most ${LIMITS.batchRows} rows per request (over it: 413 \`BATCH_TOO_LARGE\`, nothing written). `
+      description: `${meaning} ${REQUIREMENT_DESCRIPTIONS[requirement](WRITE_SHAPES[resource].key)}\n\nAt most ${LIMITS.batchRows} rows per request (over it: ${statusAndCode('BATCH_TOO_LARGE')}, nothing written). `
         + 'HTTP 200 means the batch was processed, not that every row was written: read `results`. '
         + '`Prefer: tx=rollback` is a dry run: the same answer, nothing written. '
         + 'With an `Idempotency-Key`, a retry after a lost answer gets the first answer back instead of writing again.',
@@ -211,7 +212,7 @@ function changesOperation(feed: Feed): DocumentedOperation {
         + 'with the cursor for the next call. Each created or updated row appears once, as it is now; an erased row is a tombstone with '
         + 'its id alone. Replaying the feed from the start and applying every entry gives exactly what a full read shows. '
         + 'Call again with `next_cursor` while `has_more` is true, then store the cursor until the next sync: cursors do not expire, '
-        + 'tombstones are kept indefinitely. A malformed cursor, one of another feed, or one holding a position this database never gave out (forged, or from before a restore from backup) is 400 `INVALID_CURSOR`. '
+        + `tombstones are kept indefinitely. A malformed cursor, one of another feed, or one holding a position this database never gave out (forged, or from before a restore from backup) is ${statusAndCode('INVALID_CURSOR')}. `
         + 'Counts against the read rate limit.',
       parameters: FEED_PARAMETERS,
       responses: {

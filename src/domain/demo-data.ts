@@ -9,7 +9,7 @@
  * coordinator with COPY, which row-level security refuses.
  */
 import { INTAKE_TERMS, STUDY_MODES } from '../resources/write-shapes.ts';
-import type { Queryable } from './store.ts';
+import type { Queryable } from '../db/store.ts';
 
 
 export const DEMO_DEFAULTS = { students: 300, seed: 42 } as const;
