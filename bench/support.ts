@@ -67,7 +67,7 @@ export async function createBenchDatabase(serverUrl: string, variable: ServerVar
   await migrate(store);
   const db = new Database(store, 60_000);
   const started = Date.now();
-  const demo = await db.asOperator((tx) => loadDemo(tx, { students }));
+  const demo = await db.asOperator((tx) => loadDemo(tx, { students }), { storeWaitMs: BENCH_LOAD_WAIT_MS });
   await store.exec('vacuum analyze');
   console.log(`  loaded ${students.toLocaleString()} demo students in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return {

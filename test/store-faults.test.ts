@@ -252,10 +252,13 @@ interface Service {
   close(): Promise<void>;
 }
 
-/** The service on a real socket, over its own store at `storeUrl`, with a write token and a cohort. */
-async function startService(storeUrl: string): Promise<Service> {
+/**
+ * The service on a real socket, over its own store at `storeUrl`, with a write token and a cohort.
+ * Its statement timeout is half a second within the store wait unless `statementTimeoutMs` says otherwise.
+ */
+async function startService(storeUrl: string, statementTimeoutMs = FAST.storeWaitMs - 500): Promise<Service> {
   const store = openPostgresStore(storeUrl, 10, FAST);
-  const db = new Database(store, FAST.storeWaitMs - 500);
+  const db = new Database(store, statementTimeoutMs);
   const app = await buildApp({ adminKey: ADMIN_KEY, redisUrl: undefined, readLimitPerMin: 100_000, writeLimitPerMin: 100_000, plannedCounts: true, logLevel: 'silent' }, db);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -407,6 +410,65 @@ if (process.env.TEST_DATABASE_URL) {
         await eventually(async () => (await call(service, '/v1/students?limit=1')).status === 200, 2_000, 'the service recovered', 100);
       } finally {
         await serverAdmin.unsafe(`alter database ${databaseName} allow_connections true`);
+        await service.close();
+      }
+    });
+
+    /** Holds `lock` on the scratch database until the returned function is called. */
+    async function holdLock(lock: string): Promise<() => Promise<void>> {
+      const holder = postgres(scratch.url, { max: 1, onnotice: () => {} });
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => { release = resolve; });
+      let held!: () => void;
+      const holding = new Promise<void>((resolve) => { held = resolve; });
+      const transaction = holder.begin(async (tx) => {
+        await tx.unsafe(lock);
+        held();
+        await released;
+      });
+      await holding;
+      return async () => {
+        release();
+        await transaction;
+        await holder.end();
+      };
+    }
+
+    /** The service's backends on the scratch database that wait for a lock. */
+    const backendsWaitingForLocks = async () => Number((await serverAdmin<{ n: string }[]>`
+      select count(*) as n from pg_stat_activity
+      where datname = ${databaseName} and application_name = 'partner-data-service' and wait_event_type = 'Lock'`)[0].n);
+
+    test('an operator call behind a held table lock is 503 QUERY_TIMEOUT within the statement timeout, and leaves no backend behind (it had no statement timeout: 503 DATABASE_UNAVAILABLE at the store wait, its backend waiting on)', async () => {
+      const service = await startService(scratch.url);
+      const release = await holdLock('lock table universities in access exclusive mode');
+      try {
+        const started = Date.now();
+        const response = await service.app.inject({
+          method: 'POST', url: '/admin/v1/universities', headers: { authorization: `Bearer ${ADMIN_KEY}` }, payload: { name: 'Behind A Lock University' },
+        });
+        assert.equal(response.statusCode, 503, response.body);
+        assert.equal(response.json().code, 'QUERY_TIMEOUT');
+        assert.ok(Date.now() - started < FAST.storeWaitMs, `answered in ${Date.now() - started} ms`);
+        assert.equal(await backendsWaitingForLocks(), 0);
+      } finally {
+        await release();
+        await service.close();
+      }
+    });
+
+    test('a session the service gave up on (the store wait, shorter here than the statement timeout) while its backend waits for a lock ends that backend within seconds, not when the lock is released', async () => {
+      const service = await startService(scratch.url, 30_000);
+      const release = await holdLock('lock table students in access exclusive mode');
+      try {
+        const reads = await Promise.all([1, 2, 3].map(() => call(service, '/v1/students?select=id&limit=1')));
+        for (const read of reads) {
+          assertUnavailable(read, 'a read behind the lock');
+          assert.equal(read.body.code, 'DATABASE_UNAVAILABLE');
+        }
+        await eventually(async () => (await backendsWaitingForLocks()) === 0, 4_000, 'the abandoned backends ended', 100);
+      } finally {
+        await release();
         await service.close();
       }
     });

@@ -1,5 +1,5 @@
 import { LOST_RACE_SQLSTATES } from './savepoint.ts';
-import { type Queryable, type ReaderBinding, type Store, type TransactionOptions, isDatabaseError } from './store.ts';
+import { type Queryable, type ReaderBinding, STATEMENT_TIMEOUT_GRACE_MS, type Store, type TransactionOptions, isDatabaseError } from './store.ts';
 
 /** The universities a token may see: one, or the members of a consortium. */
 export interface Scope {
@@ -20,6 +20,18 @@ const UUID = new RegExp(UUID_PATTERN);
 const TIME_SETTINGS: Readonly<Record<string, string>> = { TimeZone: 'UTC', DateStyle: 'ISO, MDY' };
 
 /**
+ * How often a backend running a statement checks that the service is still connected (Linux
+ * servers). A session the service gave up on (the store wait, PDS_DB_WAIT_MS) is destroyed
+ * without a cancel; its backend, waiting for a lock, kept its connection slot and the locks it
+ * held until the lock's holder ended: operator calls behind a held table lock left 30 backends of
+ * a pool of 10 after 19 s, and past max_connections every request of every university was 503.
+ */
+const CLIENT_CHECK_SETTINGS: Readonly<Record<string, string>> = { client_connection_check_interval: '1000' };
+
+/** What every session and transaction sets besides role, scope and statement timeout. */
+const SESSION_SETTINGS: Readonly<Record<string, string>> = { ...TIME_SETTINGS, ...CLIENT_CHECK_SETTINGS };
+
+/**
  * The settings of a transaction as SET LOCAL statements, sent as one simple-protocol message. SET
  * LOCAL, unlike set_config(), is what Citus forwards to the worker connections of the transaction
  * (with citus.propagate_set_commands = 'local'; elsewhere that setting is an inert placeholder), so
@@ -30,11 +42,13 @@ const TIME_SETTINGS: Readonly<Record<string, string>> = { TimeZone: 'UTC', DateS
  */
 function settingsSql(role: 'pds_app' | 'pds_tenant' | 'pds_operator', settings: Readonly<Record<string, string>>): string {
   const statements = [`set local citus.propagate_set_commands = 'local'`, `set local role ${role}`];
-  for (const [name, value] of Object.entries({ ...TIME_SETTINGS, ...settings })) statements.push(`set local ${name} = '${value}'`);
+  for (const [name, value] of Object.entries({ ...SESSION_SETTINGS, ...settings })) statements.push(`set local ${name} = '${value}'`);
   return statements.join('; ');
 }
 
-const OPERATOR_SETTINGS = settingsSql('pds_operator', {});
+/** The statement timeout of a transaction that waits `storeWaitMs` for the store: a second less, so the server cancels first. */
+const statementTimeoutWithin = (storeWaitMs: number): Record<string, string> =>
+  ({ statement_timeout: String(Math.max(1, Math.trunc(storeWaitMs - STATEMENT_TIMEOUT_GRACE_MS))) });
 
 /**
  * On Citus a partner's statement touches one university's shard, or a consortium's few: one
@@ -80,16 +94,19 @@ export class Database {
   private readonly readerParameters: Readonly<Record<string, string>>;
   /** Reader bindings by scope (partnerReader); weak, so a binding goes with its scope. */
   private readonly readers = new WeakMap<Scope, ReaderBinding>();
+  /** An operator transaction's settings: its role, and the statement timeout every transaction has. */
+  private readonly operatorSettings: string;
 
   constructor(readonly store: Store, readonly statementTimeoutMs: number) {
     this.readerParameters = {
       role: 'pds_app',
       [SCOPE_SETTING]: '',
-      ...TIME_SETTINGS,
+      ...SESSION_SETTINGS,
       statement_timeout: String(Math.trunc(statementTimeoutMs)),
       default_transaction_read_only: 'on',
       plan_cache_mode: 'force_generic_plan',
     };
+    this.operatorSettings = settingsSql('pds_operator', { statement_timeout: String(Math.trunc(statementTimeoutMs)) });
   }
 
   /** The settings are the scope's reader binding's (partnerReader), made once per scope object. */
@@ -134,7 +151,8 @@ export class Database {
    * other suites beside them).
    */
   async asOperator<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    const run = () => this.store.transaction(fn, { ...options, settings: OPERATOR_SETTINGS });
+    const settings = options.storeWaitMs === undefined ? this.operatorSettings : settingsSql('pds_operator', statementTimeoutWithin(options.storeWaitMs));
+    const run = () => this.store.transaction(fn, { ...options, settings });
     try {
       return await run();
     } catch (error) {
@@ -153,8 +171,8 @@ export class Database {
    * university by an equality the planner costs right (src/db/migrations/009_one_university_role.sql
    * has why; docs/decisions.md, Storage and scoping, why reads keep pds_app).
    */
-  asUniversity<T>(universityId: string, fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return this.store.transaction(fn, { ...options, settings: this.universitySettings(universityId) });
+  asUniversity<T>(universityId: string, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.store.transaction(fn, { settings: this.universitySettings(universityId) });
   }
 
   /** The settings of asUniversity's transactions. */
