@@ -239,6 +239,12 @@ for (const backend of backends()) {
         const far = await h.admin('POST', '/tokens', { university_id: university, expires_at: '2030-01-01T00:00:00+23:59' });
         assert.equal(far.status, 201, far.body);
         assert.equal(Date.parse(far.json.expires_at), Date.parse('2029-12-31T00:01:00Z'));
+        // Reported in an audit: an instant past year 9999 in UTC was 400 22009, on issue and on rotation.
+        assert.equal((await h.admin('POST', '/tokens', { university_id: university, expires_at: '9999-12-31T23:59:59Z' })).status, 201);
+        expectError(await h.admin('POST', '/tokens', { university_id: university, expires_at: '9999-12-31T23:59:59-00:01' }),
+          400, 'INVALID_BODY', /expires_at must be within year 9999 in UTC/);
+        expectError(await h.admin('POST', `/tokens/${far.json.id}/rotate`, { expires_at: '9999-12-31T23:59:59-01:00' }),
+          400, 'INVALID_BODY', /expires_at must be within year 9999 in UTC/);
       });
 
       test('a timezone must be an IANA zone name', async () => {

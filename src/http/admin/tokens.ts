@@ -36,6 +36,13 @@ const rotateBody = optionalBody(rotateOptions);
 const issuedToken = Type.Object({ ...recordSchema('tokens').properties, token: Type.String() }, { additionalProperties: false });
 
 /**
+ * The last instant an expiry may name: RFC 3339 stops at year 9999, and so does the ISO text of
+ * the instant sent to PostgreSQL (`9999-12-31T23:59:59-00:01` became `+010000-01-01T…`, which
+ * PostgreSQL refused 400 `22009`).
+ */
+const LATEST_EXPIRY = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/**
  * The expiry as the instant in UTC that is stored, compared with this process's clock, the one
  * that later refuses the expired token. RFC 3339 offsets reach ±23:59 and PostgreSQL's ±15:59:
  * `+23:59` was stored as sent and refused 400 `22009`.
@@ -49,6 +56,9 @@ function futureInstant(expires: string | undefined): string | undefined {
   }
   if (at <= Date.now()) {
     throw apiError('INVALID_BODY', `expires_at must be in the future; ${expires} is not.`);
+  }
+  if (at > LATEST_EXPIRY) {
+    throw apiError('INVALID_BODY', `expires_at must be within year 9999 in UTC; ${expires} is not.`);
   }
   return new Date(at).toISOString();
 }
