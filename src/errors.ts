@@ -116,7 +116,7 @@ export const ERRORS = {
     }),
   }),
   '42704': define({
-    status: 400, when: 'A select cast to a type outside the allowed list.',
+    status: 400, when: 'A select cast to a type outside the allowed list; from PostgreSQL, an `fts` filter\'s text search configuration that does not exist.',
     text: (type: string, allowed: readonly string[]) => ({
       message: `type "${type}" does not exist`, hint: `A select cast may name: ${allowed.join(', ')}.`,
     }),

@@ -97,7 +97,7 @@ export const REFUSED_REQUEST: OpenAPIV3_1.ResponseObject = {
 };
 
 export const UNEXPECTED_ERROR: OpenAPIV3_1.ResponseObject = {
-  description: `Any other error, such as ${statusAndCode('INTERNAL')}, with the same body; its hint quotes the request id.`,
+  description: `Any other error, such as ${statusAndCode('INTERNAL')}, or ${statusAndCode('TRANSFER_CODING_NOT_IMPLEMENTED')} for a request sent with a transfer coding other than chunked, with the same body; a 5xx's hint quotes the request id.`,
   headers: headerRefs([RESPONSE_HEADERS.requestId]),
   content: { 'application/json': { schema: schemaRef('Error') } },
 };
