@@ -21,7 +21,7 @@ import { type BenchDatabase, type HttpLoad, REDIS_URL, type Throughput, closedLo
 /** Whose token reads: the demo's first university, or the consortium of the first three. */
 type Reader = 'university' | 'consortium';
 
-export const READ_PAGES: readonly { label: string; reader: Reader; query: string }[] = [
+const READ_PAGES: readonly { label: string; reader: Reader; query: string }[] = [
   { label: 'first 100 by id, one university', reader: 'university', query: 'select=id,email,first_name,last_name&order=id&limit=100' },
   { label: 'first 100 by id, consortium', reader: 'consortium', query: 'select=id,email,first_name,last_name&order=id&limit=100' },
   { label: 'filtered, ordered 100, consortium', reader: 'consortium', query: 'select=id,email,first_name,last_name,graduation_date&last_name=in.(Smith,Kim,Patel)&is_alumni=is.false&order=last_name,first_name&limit=100' },

@@ -18,7 +18,7 @@ import { type ScratchDatabase, createScratchDatabase } from '../tools/scratch-da
 export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** A Citus coordinator: when set, the read and write benchmarks run there too, as ratios to PostgreSQL. */
 export const CITUS_URL = process.env.BENCH_CITUS_URL;
-export const CONCURRENCY = 32;
+const CONCURRENCY = 32;
 export const DURATION_S = Number(process.env.BENCH_SECONDS ?? 8);
 
 export interface Throughput {
@@ -162,7 +162,7 @@ export async function httpLoad(options: HttpLoad): Promise<Throughput> {
 }
 
 /** Rounds of interleaved loads: enough that a drift of the shared machine meets every load alike. */
-export const LOAD_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const LOAD_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 
 /**
  * The loads by name, compared in one run: each warmed up once, then LOAD_ROUNDS rounds in which

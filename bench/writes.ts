@@ -123,7 +123,7 @@ async function prepareWrites(store: Store) {
  * The write rounds on each store (by label), alternating between the stores round by round so
  * that on a shared machine they meet much the same load; the first round of each warms up.
  */
-export async function benchWrites(stores: readonly { label: string; store: Store }[]): Promise<Map<string, WriteTimes>> {
+async function benchWrites(stores: readonly { label: string; store: Store }[]): Promise<Map<string, WriteTimes>> {
   const prepared = await Promise.all(stores.map(async ({ label, store }) => ({ label, writes: await prepareWrites(store), rounds: [] as WriteTimes[] })));
   try {
     for (let round = 0; round <= ROUNDS; round++) {

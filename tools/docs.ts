@@ -13,8 +13,8 @@ import { resources } from '../src/resources/registry.ts';
 import { WRITE_SHAPES, type WriteField } from '../src/resources/write-shapes.ts';
 import { COHORT_ROW_CODES, STUDENT_ROW_CODES } from '../src/writes/row-codes.ts';
 
-export const API_DOC = fileURLToPath(new URL('../docs/api.md', import.meta.url));
-export const README = fileURLToPath(new URL('../README.md', import.meta.url));
+const API_DOC = fileURLToPath(new URL('../docs/api.md', import.meta.url));
+const README = fileURLToPath(new URL('../README.md', import.meta.url));
 
 const table = (header: readonly string[], rows: readonly (readonly string[])[]) =>
   [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');

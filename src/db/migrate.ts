@@ -1,12 +1,11 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { PostgresError } from 'pg-error-enum';
 import { isDatabaseError, type Store } from './store.ts';
 
 /** Migrations rewrite whole tables and wait for another instance's migration: far longer than a request. */
 const MIGRATION_STORE_WAIT_MS = 15 * 60_000;
 
-/** SQLSTATE of a missing table: a store never migrated has no pds_migrations. */
-const UNDEFINED_TABLE = '42P01';
 
 const migrationsDir = fileURLToPath(new URL('./migrations/', import.meta.url));
 /** Any constant works; it only has to be the same for every instance. */
@@ -31,7 +30,8 @@ export async function pendingMigrations(store: Store): Promise<string[]> {
   const [{ applied }] = await store.query<{ applied: string | null }>(
     `select (select string_agg(name, '/') from pds_migrations) as applied`,
   ).catch((error) => {
-    if (isDatabaseError(error) && error.code === UNDEFINED_TABLE) return [{ applied: null }];
+    // A store never migrated has no pds_migrations.
+    if (isDatabaseError(error) && error.code === PostgresError.UNDEFINED_TABLE) return [{ applied: null }];
     throw error;
   });
   const names = new Set(applied?.split('/'));

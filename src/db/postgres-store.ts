@@ -4,6 +4,7 @@
  * sessions of a pool of their own, or on Citus on sessions to the node holding their shards.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { PostgresError } from 'pg-error-enum';
 import { CitusReadRoutes, type ClusterNode, PLACEMENTS_SQL, type Placement, nodeUrl, placementsParams } from './citus-read-routes.ts';
 import { rollBack } from './postgres-sessions.ts';
 import { SessionPool, shuttingDown } from './session-pool.ts';
@@ -42,8 +43,8 @@ export const nodeReaderParameters = (readerParameters: Readonly<Record<string, s
 /** Whether a read of these universities on Citus runs on a reader session of their node (readAsReader): one university's. */
 export const readsOnNodeSession = (universityIds: readonly string[]): boolean => universityIds.length === 1;
 
-/** connection_failure, from the node: it could not reach another node as NODE_READER_ROLE. */
-const SHARD_ELSEWHERE = '08006';
+/** From the node: it could not reach another node as NODE_READER_ROLE. */
+const SHARD_ELSEWHERE: string = PostgresError.CONNECTION_FAILURE;
 
 /** A reader's statement and the form its rows come back in. */
 interface ReaderStatement<F extends RowForm> {

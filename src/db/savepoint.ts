@@ -1,3 +1,4 @@
+import { PostgresError } from 'pg-error-enum';
 import { type DatabaseError, type Queryable, isDatabaseError, pipelined } from './store.ts';
 
 /**
@@ -6,7 +7,7 @@ import { type DatabaseError, type Queryable, isDatabaseError, pipelined } from '
  * (src/writes/batches.ts) and an operator transaction runs once more (Database.asOperator,
  * src/db/database.ts); what still fails answers 503 CONCURRENT_WRITE (src/http/sqlstates.ts).
  */
-export const LOST_RACE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01']);
+export const LOST_RACE_SQLSTATES: ReadonlySet<string> = new Set([PostgresError.T_R_SERIALIZATION_FAILURE, PostgresError.T_R_DEADLOCK_DETECTED]);
 
 /**
  * Runs `fn` inside a savepoint. A failure whose SQLSTATE is in `undoable` rolls back `fn`'s

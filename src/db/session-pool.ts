@@ -29,7 +29,7 @@ const MAX_SHARED_IN_FLIGHT = 2;
  * them all. Beyond it a scope's reads share its own sessions (SessionPool.share) or wait for one
  * of them to end.
  */
-export const scopeShare = (maxConnections: number): number => Math.max(1, Math.floor(maxConnections * 0.8));
+const scopeShare = (maxConnections: number): number => Math.max(1, Math.floor(maxConnections * 0.8));
 
 export const shuttingDown = () => new StoreUnavailableError('CONNECTION_ENDED', 'The service is shutting down.');
 

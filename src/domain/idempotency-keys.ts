@@ -149,7 +149,7 @@ export async function completeKey(tx: Queryable, request: KeyedRequest, claimId:
 }
 
 /** Frees the key after a write that failed (and so wrote nothing), so that a retry runs it again. */
-export async function releaseKey(db: Database, request: KeyedRequest, claimId: string): Promise<void> {
+async function releaseKey(db: Database, request: KeyedRequest, claimId: string): Promise<void> {
   await db.asUniversity(request.universityId, (tx) => tx.query(
     `delete from idempotency_keys where ${KEY_COLUMNS} and claim_id = $4::uuid and response_status is null`,
     [...keyParams(request), claimId]));
@@ -161,7 +161,7 @@ export async function releaseKey(db: Database, request: KeyedRequest, claimId: s
  * without another try every retry was 409 IDEMPOTENCY_KEY_IN_USE for the whole lease (60 s).
  * They end well within the lease, which frees the key in any case.
  */
-export const RELEASE_RETRY_DELAYS_MS: readonly number[] = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000];
+const RELEASE_RETRY_DELAYS_MS: readonly number[] = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000];
 
 /**
  * releaseKey; when it fails, tried again after each of RELEASE_RETRY_DELAYS_MS while it fails, off

@@ -3,8 +3,10 @@
  * SQLSTATE to the caller's answer. A code is looked up whole, then by its first three characters,
  * then by its class (the first two); a code the table does not name is the service's own fault,
  * the generic 500. Values the caller sent keep PostgreSQL's code and message, as PostgREST does;
- * constraint messages name internal indexes, so they are replaced by plain words.
+ * constraint messages name internal indexes, so they are replaced by plain words. Codes are
+ * named as pg-error-enum names them; a class (two or three characters) as PostgreSQL's docs do.
  */
+import { PostgresError } from 'pg-error-enum';
 import {
   type DatabaseError, StoreBusyError, StoreUnavailableError, isDatabaseError, violatedConstraint,
 } from '../db/store.ts';
@@ -42,33 +44,33 @@ function violatedField(error: DatabaseError, body: unknown): [field: string, val
 
 const SQLSTATE_ANSWERS: Readonly<Record<string, Answer>> = {
   // The store is unavailable: nothing in the request caused it, and a retry may succeed.
-  '08': unavailable, //      connection exception: the connection failed, was refused or dropped
-  '28': unavailable, //      invalid authorization: the service's login was refused
-  '3D000': unavailable, //   invalid catalog name: the database is gone (dropped, being restored)
-  '53': unavailable, //      insufficient resources: too many connections, out of memory or disk
-  '55000': unavailable, //   object not in prerequisite state: ALLOW_CONNECTIONS false
-  '57P': unavailable, //     operator intervention: shutdown, terminated backend, starting up
-  '58': unavailable, //      system error: I/O error on the server
-  '25006': unavailable, //   read-only transaction: a write reached a standby during a fail-over
+  '08': unavailable, // connection exception: the connection failed, was refused or dropped
+  '28': unavailable, // invalid authorization: the service's login was refused
+  [PostgresError.INVALID_CATALOG_NAME]: unavailable, // the database is gone (dropped, being restored)
+  '53': unavailable, // insufficient resources: too many connections, out of memory or disk
+  [PostgresError.OBJECT_NOT_IN_PREREQUISITE_STATE]: unavailable, // ALLOW_CONNECTIONS false
+  '57P': unavailable, // operator intervention: shutdown, terminated backend, starting up
+  '58': unavailable, // system error: I/O error on the server
+  [PostgresError.READ_ONLY_SQL_TRANSACTION]: unavailable, // a write reached a standby during a fail-over
   // The store cancelled a statement that ran past the statement timeout.
-  '57014': () => apiError('QUERY_TIMEOUT'),
+  [PostgresError.QUERY_CANCELED]: () => apiError('QUERY_TIMEOUT'),
   // The request raced another one (serialization failure, deadlock); the same request will succeed when retried.
   ...Object.fromEntries([...LOST_RACE_SQLSTATES].map((code) => [code, () => apiError('CONCURRENT_WRITE')])),
   // Integrity constraints a sent value broke.
-  '23505': (error, body) => apiError('CONFLICT', ...violatedField(error, body)),
-  '23503': (error, body) => apiError('INVALID_REFERENCE', ...violatedField(error, body)),
-  '23502': () => apiError('INVALID_BODY', 'A required value is missing.'),
-  '23514': () => apiError('INVALID_BODY', 'A value is outside the allowed set.'),
+  [PostgresError.UNIQUE_VIOLATION]: (error, body) => apiError('CONFLICT', ...violatedField(error, body)),
+  [PostgresError.FOREIGN_KEY_VIOLATION]: (error, body) => apiError('INVALID_REFERENCE', ...violatedField(error, body)),
+  [PostgresError.NOT_NULL_VIOLATION]: () => apiError('INVALID_BODY', 'A required value is missing.'),
+  [PostgresError.CHECK_VIOLATION]: () => apiError('INVALID_BODY', 'A value is outside the allowed set.'),
   // Data exception: a sent value does not fit its column (bad number, date, regex...).
   '22': passThrough(400),
   // No operator fits the column's type, e.g. `like` on a uuid: PostgREST answers 404.
-  '42883': passThrough(404),
+  [PostgresError.UNDEFINED_FUNCTION]: passThrough(404),
   // Insufficient privilege: the service's roles or grants are wrong, not the request.
-  '42501': serviceFault,
+  [PostgresError.INSUFFICIENT_PRIVILEGE]: serviceFault,
   // Program limit exceeded by a sent value: an array literal of more than six dimensions or with
   // a bound past 2^31. PostgREST answers 500; the same request fails every time, so a retry with
   // backoff, which a 5xx asks for, cannot help. The rest of class 54 stays the service's fault.
-  '54000': passThrough(400),
+  [PostgresError.PROGRAM_LIMIT_EXCEEDED]: passThrough(400),
   // Syntax error or access rule violation from the request's text, e.g. an `fts` query that is
   // not valid tsquery syntax (42601): PostgREST answers class 42 with 400.
   '42': passThrough(400),

@@ -63,7 +63,7 @@ export interface RetryNotice {
 const METHODS: Record<WriteMode, string> = { put: 'PUT', post: 'POST', patch: 'PATCH' };
 
 /** The preference a dry run sends: strict, so that a service that cannot honour it refuses instead of writing. */
-export const DRY_RUN_PREFERENCE = 'tx=rollback, handling=strict';
+const DRY_RUN_PREFERENCE = 'tx=rollback, handling=strict';
 
 /**
  * The key a batch is sent with: within a run, the same batch (its number in its file), method,

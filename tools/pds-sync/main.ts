@@ -20,7 +20,7 @@ import { BarProgress, LineProgress, type Progress } from './progress.ts';
 import { type Reported, type Tally, emptyTally, startRejectReport, summaryTable, writeRejectReport } from './report.ts';
 
 /** The process's exit status. */
-export const EXIT = {
+const EXIT = {
   /** Every row was processed and none was rejected. */
   ok: 0,
   /** Bad input (nothing was sent), or the service refused or stayed unavailable (the sync stopped there). */

@@ -16,12 +16,12 @@ import type { RetryPolicy } from './client.ts';
 import type { ColumnMapping } from './csv-input.ts';
 import { SyncInputError } from './errors.ts';
 
-export const MODES = WRITE_MODES;
+const MODES = WRITE_MODES;
 
 /** The environment variable the token is read from when no --token-file is given. */
-export const TOKEN_ENV = 'PDS_TOKEN';
+const TOKEN_ENV = 'PDS_TOKEN';
 
-export const DEFAULTS = {
+const DEFAULTS = {
   mode: 'put' as WriteMode,
   batchSize: LIMITS.batchRows,
   maxAttempts: 6,
