@@ -56,11 +56,16 @@ export function createResumeTemplate(tx: Queryable, input: { university_id: stri
     [input.university_id, input.name.trim()]);
 }
 
+/** An account's kinds; mirrored by the CHECK on accounts in src/db/migrations/001_schema.sql and 004_sharding.sql. */
+export type AccountKind = 'student' | 'staff' | 'self_serve';
+/** The kinds the operator API creates: a student's account comes with the student, from a partner's batch. */
+export const OPERATOR_ACCOUNT_KINDS = ['staff', 'self_serve'] as const satisfies readonly AccountKind[];
+
 /**
  * Accounts that are not students: staff of a university, or self-serve users without one. An
  * account without a university is its own tenant (migration 004): its university_id is its id.
  */
-export async function createAccount(tx: Queryable, input: { email: string; kind: 'staff' | 'self_serve'; university_id?: string | null }) {
+export async function createAccount(tx: Queryable, input: { email: string; kind: (typeof OPERATOR_ACCOUNT_KINDS)[number]; university_id?: string | null }) {
   const email = emailKey(input.email);
   const universityId = input.university_id ?? null;
   if (universityId !== null) {

@@ -9,6 +9,7 @@ import { type ChangeSeq, lockUniversity } from '../db/locks.ts';
 import type { Queryable } from '../db/store.ts';
 import { type ValuesColumn, valuesList } from '../db/values.ts';
 import { apiError } from '../errors.ts';
+import type { AccountStatus } from '../resources/registry.ts';
 import { recordTombstone, stampCohortCounts } from './change-stamps.ts';
 import { emailKey, markErasedAddresses, sha256Hex } from './email-register.ts';
 import { type AlumniChange, alumniAfterSignIn, alumniChanges, impliedAlumni, todayUtc } from './alumni.ts';
@@ -42,7 +43,7 @@ interface StudentFlagState {
   university_id: string;
   cohort_id: string | null;
   is_alumni: boolean;
-  account_status: 'invited' | 'claimed';
+  account_status: AccountStatus;
   graduation_date: string | null;
   cohort_end_date: string | null;
 }

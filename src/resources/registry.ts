@@ -6,6 +6,12 @@
  */
 import { INTAKE_TERMS, STUDY_MODES } from './write-shapes.ts';
 
+/** A student's account status; mirrored by the CHECK on students in src/db/migrations/001_schema.sql. */
+export const ACCOUNT_STATUSES = ['invited', 'claimed'] as const;
+export type AccountStatus = (typeof ACCOUNT_STATUSES)[number];
+/** Onboarding's statuses; mirrored by the CHECK on onboarding in src/db/migrations/001_schema.sql. */
+const ONBOARDING_STATUSES = ['not_started', 'in_progress', 'completed'] as const;
+
 export type ColumnType =
   | 'uuid' | 'text' | 'integer' | 'numeric' | 'boolean' | 'date' | 'timestamptz' | 'jsonb' | 'text[]' | 'uuid[]';
 
@@ -65,7 +71,7 @@ export const resources: readonly Resource[] = [
     ['external_id', 'text', true], ['phone', 'text', true, { description: 'E.164' }],
     ['graduation_date', 'date', true, { description: 'Date of actual graduation' }],
     ['graduation_year', 'integer', true, { description: 'Year of graduation_date (read-only)' }],
-    ['is_alumni', 'boolean'], ['account_status', 'text', false, { enum: ['invited', 'claimed'] }],
+    ['is_alumni', 'boolean'], ['account_status', 'text', false, { enum: ACCOUNT_STATUSES }],
     ['secondary_emails', 'text[]', false, { derived: true }], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'],
   ]),
   defineResource('advisor_students', 'advisor_students', 'Advisor assignments of students.', [
@@ -92,7 +98,7 @@ export const resources: readonly Resource[] = [
     ['sections', 'jsonb', false, { large: true }], ['visibility', 'text'], ['updated_at', 'timestamptz'],
   ]),
   defineResource('onboarding', 'onboarding', 'Onboarding progress of students.', [
-    id, universityId, studentId, ['status', 'text', false, { enum: ['not_started', 'in_progress', 'completed'] }],
+    id, universityId, studentId, ['status', 'text', false, { enum: ONBOARDING_STATUSES }],
     ['steps_completed', 'integer'], ['steps_total', 'integer'], ['completed_at', 'timestamptz', true], ['updated_at', 'timestamptz'],
   ]),
   defineResource('alumni', 'alumni', 'Read-only directory of alumni contacts for student outreach (not where graduation is recorded).', [

@@ -4,6 +4,7 @@
  * state.
  */
 import { type AlumniChange, alumniChanges, impliedAlumni } from '../domain/alumni.ts';
+import type { AccountKind } from '../domain/onboarding.ts';
 import { type RowStatus, STATUS_OF_DECISION, type WriteMode, echoedKey, reject } from './batch.ts';
 import { STUDENT_ROW_CODES, type StudentRowCode } from './row-codes.ts';
 import type { StudentRejection, StudentRow } from './student-rows.ts';
@@ -29,7 +30,7 @@ export interface CohortRef {
 
 /** Who holds an address anywhere in the service: its entry in `email_register` (loadStudentState, src/writes/student-store.ts). */
 export interface EmailOwner {
-  readonly kind: 'student' | 'staff' | 'self_serve';
+  readonly kind: AccountKind;
   /** Whose account it is: the writing university's, another university's, or no university's (self-serve, some staff). */
   readonly university: 'yours' | 'another' | 'none';
   readonly erased: boolean;

@@ -8,7 +8,7 @@ import type { Database } from '../../db/database.ts';
 import type { Queryable, Row } from '../../db/store.ts';
 import type { TokenAuthenticator } from '../../domain/tokens.ts';
 import {
-  createAccount, createCampus, createCohortInApp, createConsortium, createResumeTemplate, createUniversity,
+  OPERATOR_ACCOUNT_KINDS, createAccount, createCampus, createCohortInApp, createConsortium, createResumeTemplate, createUniversity,
 } from '../../domain/onboarding.ts';
 import { buildRowByIdStatement } from '../../query/sql.ts';
 import { resourcesByName } from '../../resources/registry.ts';
@@ -25,7 +25,7 @@ const universityBody = closedBody({
 const campusBody = closedBody({ university_id: uuid, name, city: optionalText, country: optionalText });
 const resumeTemplateBody = closedBody({ university_id: uuid, name });
 const accountBody = closedBody({
-  email, kind: Type.Enum(['staff', 'self_serve']), university_id: Type.Optional(nullable(uuid)),
+  email, kind: Type.Enum(OPERATOR_ACCOUNT_KINDS), university_id: Type.Optional(nullable(uuid)),
 });
 
 export const onboardingRoutes: FastifyPluginAsyncTypebox<{ db: Database; tokens: TokenAuthenticator }> = async (app, { db, tokens }) => {

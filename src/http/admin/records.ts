@@ -10,6 +10,7 @@ import type { Database } from '../../db/database.ts';
 import {
   type OperatorCollection, OPERATOR_RECORDS, type RecordFields, type RecordFilters, getRecord, listRecords,
 } from '../../domain/operator-records.ts';
+import { OPERATOR_ACCOUNT_KINDS } from '../../domain/onboarding.ts';
 import { apiError } from '../../errors.ts';
 import { LIMITS, OPERATOR_DEFAULTS } from '../../limits.ts';
 import { MAX_EMAIL_LENGTH, MAX_NAME_LENGTH } from '../../resources/text.ts';
@@ -61,13 +62,13 @@ const RECORD_SCHEMAS: { readonly [C in OperatorCollection]: CollectionSchemas<C>
     fields: {
       id: uuid,
       email: Type.String({ description: 'Personal data: shown to the operator, who created the account, and never logged.' }),
-      kind: Type.Enum(['staff', 'self_serve']),
+      kind: Type.Enum(OPERATOR_ACCOUNT_KINDS),
       university_id: nullableUuid,
       created_at: timestamp,
     },
     filters: {
       university_id: uuidFilter,
-      kind: Type.Enum(['staff', 'self_serve']),
+      kind: Type.Enum(OPERATOR_ACCOUNT_KINDS),
       email: Type.String({ minLength: 1, maxLength: MAX_EMAIL_LENGTH, description: 'The whole address, any case.' }),
     },
   },
