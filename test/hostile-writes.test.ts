@@ -239,6 +239,13 @@ for (const backend of backends()) {
         const far = await h.admin('POST', '/tokens', { university_id: university, expires_at: '2030-01-01T00:00:00+23:59' });
         assert.equal(far.status, 201, far.body);
         assert.equal(Date.parse(far.json.expires_at), Date.parse('2029-12-31T00:01:00Z'));
+        // null, as a record shows a token without expiry, is none: it was 400.
+        const unending = await h.admin('POST', '/tokens', { university_id: university, expires_at: null });
+        assert.equal(unending.status, 201, unending.body);
+        assert.equal(unending.json.expires_at, null);
+        const rotated = await h.admin('POST', `/tokens/${unending.json.id}/rotate`, { expires_at: null });
+        assert.equal(rotated.status, 201, rotated.body);
+        assert.equal(rotated.json.expires_at, null);
         // Reported in an audit: an instant past year 9999 in UTC was 400 22009, on issue and on rotation.
         assert.equal((await h.admin('POST', '/tokens', { university_id: university, expires_at: '9999-12-31T23:59:59Z' })).status, 201);
         expectError(await h.admin('POST', '/tokens', { university_id: university, expires_at: '9999-12-31T23:59:59-00:01' }),

@@ -8,10 +8,11 @@ import { type TokenAuthenticator, issueToken, revokeToken, rotateToken } from '.
 import { apiError } from '../../errors.ts';
 import { LIMITS, OPERATOR_DEFAULTS } from '../../limits.ts';
 import { recordSchema } from './records.ts';
-import { uuid } from '../schemas.ts';
+import { nullable, uuid } from '../schemas.ts';
 import { closedBody, idParams, noBody, optionalBody, optionalText } from './schemas.ts';
 
-const expiresAt = Type.Optional(Type.String({ format: 'date-time' }));
+/** When the token stops working; absent or null, it does not expire (as a record shows it). */
+const expiresAt = Type.Optional(nullable(Type.String({ format: 'date-time' })));
 
 /** A token is scoped to exactly one university or one consortium. */
 const tokenBody = Type.Object({
@@ -47,8 +48,8 @@ const LATEST_EXPIRY = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
  * that later refuses the expired token. RFC 3339 offsets reach ±23:59 and PostgreSQL's ±15:59:
  * `+23:59` was stored as sent and refused 400 `22009`.
  */
-function futureInstant(expires: string | undefined): string | undefined {
-  if (expires === undefined) return undefined;
+function futureInstant(expires: string | null | undefined): string | undefined {
+  if (expires === undefined || expires === null) return undefined;
   const at = Date.parse(expires);
   // The schema's date-time takes a leap second (23:59:60), which JavaScript's clock cannot read.
   if (Number.isNaN(at)) {
