@@ -4,6 +4,7 @@
  * nothing the caller typed, and PDS_METRICS_KEY closes the endpoint.
  */
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { type Response, Harness, backends } from './support/harness.ts';
@@ -50,6 +51,16 @@ for (const backend of backends()) {
     /** How much each series moved between two scrapes. */
     const moved = (before: Sample[], after: Sample[]) => (name: string, labels: Record<string, string> = {}) =>
       valueOf(after, name, labels) - valueOf(before, name, labels);
+
+    test('the README\'s table names every metric the page has, and no other (prom-client\'s process metrics as one line)', async () => {
+      const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+      const documented = [...readme.matchAll(/^\| `(pds_[a-z_]+)` \|/gm)].map(([, name]) => name).sort();
+      const { response } = await scrape();
+      const served = [...new Set([...response.body.matchAll(/^# TYPE (pds_[a-z_]+) /gm)].map(([, name]) => name))]
+        .filter((name) => !/^pds_(process|nodejs)_/.test(name)).sort();
+      assert.deepEqual(documented, served);
+      assert.match(readme, /^\| `pds_process_\*`, `pds_nodejs_\*` \|/m);
+    });
 
     test('counters move by exactly the traffic sent', async () => {
       const university = h.demo!.universities[0];

@@ -10,7 +10,7 @@ import fp from 'fastify-plugin';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../db/store.ts';
 import { WRITABLE_RESOURCES } from '../resources/write-shapes.ts';
-import { countOutcomes } from '../writes/batch.ts';
+import { ROW_STATUSES } from '../writes/batch.ts';
 import { ROW_CODES } from '../writes/row-codes.ts';
 import { requireStaticKey } from './auth.ts';
 import type { AuthFailureGuard } from './rate-limits.ts';
@@ -57,7 +57,7 @@ export const metrics = fp(async (app: FastifyInstance, options: { store: Store }
     labelNames: ['resource', 'code'], registers,
   });
   const rateLimitRejections = new Counter({
-    name: `${PREFIX}rate_limit_rejections_total`, help: 'Requests refused 429, by the limit that refused them (read, write, auth_failure).',
+    name: `${PREFIX}rate_limit_rejections_total`, help: `Requests refused 429, by the limit that refused them (${RATE_LIMIT_KINDS.join(', ')}).`,
     labelNames: ['kind'], registers,
   });
   const storeErrors = new Counter({
@@ -71,7 +71,7 @@ export const metrics = fp(async (app: FastifyInstance, options: { store: Store }
 
   // Every known series starts at zero, so a rate over the first increment is not lost.
   for (const resource of WRITABLE_RESOURCES) {
-    for (const outcome of Object.keys(countOutcomes([]))) batchRows.inc({ resource, outcome }, 0);
+    for (const outcome of ROW_STATUSES) batchRows.inc({ resource, outcome }, 0);
     for (const code of Object.keys(ROW_CODES[resource])) rejectedRows.inc({ resource, code }, 0);
   }
   for (const kind of RATE_LIMIT_KINDS) rateLimitRejections.inc({ kind }, 0);
