@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import postgres from 'postgres';
 import { ADMIN_KEY, Harness, backends } from './support/harness.ts';
 
 describe('rate limits', () => {
@@ -149,8 +150,14 @@ test('logs are JSON lines with a request id and never carry a token or the admin
 
 for (const backend of backends().filter((b) => b === 'postgres')) {
   test('a query over the statement timeout is cancelled with 503 QUERY_TIMEOUT', async () => {
-    const h = await Harness.start(backend, { demoStudents: 200, statementTimeoutMs: 1 });
+    const h = await Harness.start(backend, { demoStudents: 200, statementTimeoutMs: 300 });
+    // The read waits behind a lock on its table past the timeout; the token lookup, whose
+    // transactions have the same timeout, reads another table.
+    const holder = postgres(h.testStore.url!, { max: 1, onnotice: () => {} });
+    const held = await holder.reserve();
     try {
+      await held.unsafe('begin');
+      await held.unsafe('lock table resumes in access exclusive mode');
       const res = await h.get('/v1/resumes?content=wfts(english).dashboard experiments -volunteer&select=id', h.demo!.consortium.read_token);
       assert.equal(res.status, 503);
       assert.equal(res.json.code, 'QUERY_TIMEOUT');
@@ -162,6 +169,8 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
       assert.equal(carried.length, 5);
       assert.deepEqual(carried.filter((name) => !documented.includes(name)), []);
     } finally {
+      held.release();
+      await holder.end();
       await h.close();
     }
   });
