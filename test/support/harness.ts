@@ -16,7 +16,7 @@ import { type DemoResult, loadDemo } from '../../src/domain/demo.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openPgliteStore } from '../../src/db/pglite-store.ts';
 import { openPostgresStore } from '../../src/db/postgres-store.ts';
-import type { Store } from '../../src/db/store.ts';
+import { DEFAULT_STORE_TIMEOUTS, type Store } from '../../src/db/store.ts';
 import { type AppSettings, buildApp } from '../../src/http/app.ts';
 import { createScratchDatabase } from '../../tools/scratch-database.ts';
 
@@ -89,7 +89,7 @@ export interface TestStore {
  * `migrated: false` leaves a server store empty; `migratedThrough` (a migration file name) leaves
  * any store as migrations up to that file made it, for tests of a database migrating forward.
  */
-export async function openTestStore(backend: Backend, options: { migrated?: boolean; migratedThrough?: string; embeddedWaitMs?: number } = {}): Promise<TestStore> {
+export async function openTestStore(backend: Backend, options: { migrated?: boolean; migratedThrough?: string; embeddedWaitMs?: number; storeWaitMs?: number } = {}): Promise<TestStore> {
   const through = options.migratedThrough;
   if (backend === 'pglite' && through !== undefined) {
     const store = await openPgliteStore({ waitMs: options.embeddedWaitMs ?? EMBEDDED_WAIT_MS });
@@ -101,7 +101,7 @@ export async function openTestStore(backend: Backend, options: { migrated?: bool
     return { store, drop: () => store.close() };
   }
   const database = await createScratchDatabase(SERVER_URLS[backend]!, { shardCount: TEST_SHARD_COUNT });
-  const store = openPostgresStore(database.url, 10);
+  const store = openPostgresStore(database.url, 10, { ...DEFAULT_STORE_TIMEOUTS, ...(options.storeWaitMs ? { storeWaitMs: options.storeWaitMs } : {}) });
   if (options.migrated !== false) await migrate(store, { through });
   return {
     store,
@@ -132,8 +132,8 @@ export interface HarnessOptions {
 export class Harness {
   private constructor(readonly backend: Backend, readonly testStore: TestStore, readonly db: Database, readonly app: FastifyInstance, readonly demo: DemoResult | null) {}
 
-  static async start(backend: Backend, options: HarnessOptions & { embeddedWaitMs?: number } = {}): Promise<Harness> {
-    return Harness.over(backend, await openTestStore(backend, { embeddedWaitMs: options.embeddedWaitMs }), options);
+  static async start(backend: Backend, options: HarnessOptions & { embeddedWaitMs?: number; storeWaitMs?: number } = {}): Promise<Harness> {
+    return Harness.over(backend, await openTestStore(backend, { embeddedWaitMs: options.embeddedWaitMs, storeWaitMs: options.storeWaitMs }), options);
   }
 
   /** The app over a store opened already (openTestStore), migrated by then. */
