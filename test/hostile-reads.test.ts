@@ -500,5 +500,34 @@ describe('requests of one token in progress at once', () => {
     sockets.pop()!.destroy();
     await eventually(async () => (await page(north.write_token)).status === 200, 5_000, 'a 200 once a request ended');
   });
+
+  test(`requests whose clients left while their token was being looked up are not counted: ${LIMITS.requestsInFlightPerToken} of them left the token refused for good (seen in a benchmark after 32 connections closed at once)`, async () => {
+    const [, south] = h.demo!.universities;
+    const token = (await h.admin('POST', '/tokens', { university_id: south.id })).json.token as string;
+    // The embedded store's one session, held: the lookups of the new token wait for it.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => { release = resolve; });
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => { holding = resolve; });
+    const holder = h.testStore.store.transaction(async () => {
+      holding();
+      await released;
+    });
+    await held;
+    const left = Array.from({ length: LIMITS.requestsInFlightPerToken }, () => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      socket.write(`GET /v1/campuses?select=id HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+      return socket;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (const socket of left) socket.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    release();
+    await holder;
+    await eventually(async () => (await h.get('/v1/campuses?select=id&limit=1', token)).status !== 503, 5_000, 'the store free again');
+    const after = await h.get('/v1/campuses?select=id&limit=1', token);
+    assert.equal(after.status, 200, after.body);
+  });
 });
 
