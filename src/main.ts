@@ -12,14 +12,8 @@ import { constants } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import { type Config, STRONG_KEY_CHARS, SettingRefused, readConfig } from './config.ts';
 import { DataDirInUseError, lockDataDir } from './db/data-dir-lock.ts';
-import { Database } from './db/database.ts';
-import { demoExists, loadDemoData } from './domain/demo-data.ts';
-import { type DemoUniversity, issueDemoStartTokens } from './domain/demo.ts';
-import { migrate } from './db/migrate.ts';
-import { openStore } from './db/open-store.ts';
 import { StoreUnavailableError, isDatabaseError } from './db/store.ts';
-import { buildApp } from './http/app.ts';
-import { databaseErrorToApiError } from './http/sqlstates.ts';
+import type { DemoUniversity } from './domain/demo.ts';
 import { OPENAPI_PATH, OPERATOR_PREFIX, PARTNER_PREFIX } from './http/prefixes.ts';
 
 function refuseToStart(message: string): never {
@@ -52,7 +46,8 @@ async function checkAddress(config: { port: number; host: string }): Promise<voi
  * request would answer DATABASE_UNAVAILABLE: src/http/sqlstates.ts); null for anything else,
  * such as a migration's own fault, which keeps its stack.
  */
-function serverRefusal(error: unknown, databaseUrl: string | undefined): string | null {
+async function serverRefusal(error: unknown, databaseUrl: string | undefined): Promise<string | null> {
+  const { databaseErrorToApiError } = await import('./http/sqlstates.ts');
   if (!databaseUrl || databaseErrorToApiError(error)?.code !== 'DATABASE_UNAVAILABLE') return null;
   // The host only: the URL may hold a password.
   const where = `the PostgreSQL server at ${new URL(databaseUrl).host}`;
@@ -80,6 +75,12 @@ if (!config.databaseUrl) {
     throw error;
   }
 }
+// The service's modules load once the settings, the address and the folder are known to be
+// usable: loading them took 2 s of a 2-core VM, which a start that refuses a setting now spares.
+const [{ Database }, { demoExists, loadDemoData }, { issueDemoStartTokens }, { migrate }, { openStore }, { buildApp }] = await Promise.all([
+  import('./db/database.ts'), import('./domain/demo-data.ts'), import('./domain/demo.ts'), import('./db/migrate.ts'), import('./db/open-store.ts'),
+  import('./http/app.ts'),
+]);
 const store = await openStore({
   databaseUrl: config.databaseUrl, dataDir: config.dataDir, embeddedWaitMs: config.embeddedWaitMs,
   maxConnections: config.dbMaxConnections, readerSessions: config.readerSessions, citusReadNodes: config.citusReadNodes,
@@ -88,7 +89,7 @@ const store = await openStore({
 try {
   await migrate(store);
 } catch (error) {
-  const refusal = serverRefusal(error, config.databaseUrl);
+  const refusal = await serverRefusal(error, config.databaseUrl);
   if (!refusal) throw error;
   await store.close();
   refuseToStart(refusal);
