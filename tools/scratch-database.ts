@@ -67,6 +67,9 @@ export async function createScratchDatabase(serverUrl: string, { name = `pds_tes
   }
 }
 
+/** The advisory lock's name under which one setup at a time adds a Citus cluster's nodes (createHeld). */
+const ADDING_NODES_LOCK = 'scratch database: adding nodes';
+
 async function createHeld(admin: postgres.Sql, serverUrl: string, name: string, shardCount: number | undefined): Promise<ScratchDatabase> {
   const [{ held }] = await admin<{ held: boolean }[]>`select pg_try_advisory_lock(hashtext(${`scratch database ${name}`})) as held`;
   if (!held) throw new Error(`Another run is using the database ${name} on ${new URL(serverUrl).host}: wait for it to end.`);
@@ -89,14 +92,14 @@ async function createHeld(admin: postgres.Sql, serverUrl: string, name: string, 
     // Adding a node copies the cluster's roles to it (worker_create_or_alter_role): two databases
     // set up at once altered one role at once on a worker, and one of them failed ("tuple
     // concurrently updated"). One setup at a time, across processes, by a lock of the server.
-    await admin`select pg_advisory_lock(hashtext('scratch database: adding nodes'))`;
+    await admin`select pg_advisory_lock(hashtext(${ADDING_NODES_LOCK}))`;
     try {
       await onEach([urlOf(serverUrl, name)], async (sql) => {
         if (coordinator) await sql`select citus_set_coordinator_host(${coordinator.nodename}, ${coordinator.nodeport})`;
         for (const worker of workers) await sql`select citus_add_node(${worker.nodename}, ${worker.nodeport})`;
       });
     } finally {
-      await admin`select pg_advisory_unlock(hashtext('scratch database: adding nodes'))`;
+      await admin`select pg_advisory_unlock(hashtext(${ADDING_NODES_LOCK}))`;
     }
     if (shardCount !== undefined) {
       if (!Number.isInteger(shardCount) || shardCount < 1) throw new Error(`A shard count is a whole number above 0, not ${shardCount}.`);

@@ -46,9 +46,12 @@ function settingsSql(role: 'pds_app' | 'pds_tenant' | 'pds_operator', settings: 
   return statements.join('; ');
 }
 
+/** The statement_timeout setting of `ms` milliseconds, a whole number. */
+const statementTimeout = (ms: number): Record<string, string> => ({ statement_timeout: String(Math.trunc(ms)) });
+
 /** The statement timeout of a transaction that waits `storeWaitMs` for the store: a second less, so the server cancels first. */
 const statementTimeoutWithin = (storeWaitMs: number): Record<string, string> =>
-  ({ statement_timeout: String(Math.max(1, Math.trunc(storeWaitMs - STATEMENT_TIMEOUT_GRACE_MS))) });
+  statementTimeout(Math.max(1, storeWaitMs - STATEMENT_TIMEOUT_GRACE_MS));
 
 /**
  * On Citus a partner's statement touches one university's shard, or a consortium's few: one
@@ -102,11 +105,11 @@ export class Database {
       role: 'pds_app',
       [SCOPE_SETTING]: '',
       ...SESSION_SETTINGS,
-      statement_timeout: String(Math.trunc(statementTimeoutMs)),
+      ...statementTimeout(statementTimeoutMs),
       default_transaction_read_only: 'on',
       plan_cache_mode: 'force_generic_plan',
     };
-    this.operatorSettings = settingsSql('pds_operator', { statement_timeout: String(Math.trunc(statementTimeoutMs)) });
+    this.operatorSettings = settingsSql('pds_operator', statementTimeout(statementTimeoutMs));
   }
 
   /** The settings are the scope's reader binding's (partnerReader), made once per scope object. */
@@ -185,7 +188,7 @@ export class Database {
   private transactionSettings(scope: string): Record<string, string> {
     return {
       [SCOPE_SETTING]: scope,
-      statement_timeout: String(Math.trunc(this.statementTimeoutMs)),
+      ...statementTimeout(this.statementTimeoutMs),
       ...CITUS_PARTNER_SETTINGS,
     };
   }

@@ -110,13 +110,12 @@ const isChange = (d: StudentDecision): d is Extract<StudentDecision, { kind: 'cr
  */
 export async function writeStudents(db: Database, universityId: string, mode: WriteMode, body: unknown, options: WriteOptions) {
   const batch = batchRows(body, 'students');
-  const raw = batch.rows;
   const context = { mode, today: todayUtc(), newId: randomUUID };
   return batchTransaction(db, universityId, options, (tx) => pipelinedBatch(tx, universityId, async (changeSeq) => {
-    const sentKeysRead = readNamedState(tx, universityId, sentStudentKeys(raw));
+    const sentKeysRead = readNamedState(tx, universityId, sentStudentKeys(batch.rows));
     return pipelined(sentKeysRead, async () => {
       await statementsWritten();
-      const { rows, results } = splitValidated(validateStudentBatch(raw, mode),
+      const { rows, results } = splitValidated(validateStudentBatch(batch.rows, mode),
         (v): StudentResult => ({ email: echoedKey(v.sentEmail), status: 'rejected', ...v.rejected }));
       // The first attempt decides on that read; a row decided again after a lost race is read again.
       let firstRead: Promise<NamedState> | undefined = sentKeysRead;
